@@ -1,0 +1,1 @@
+"""assetcast domain package."""

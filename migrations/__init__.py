@@ -1,0 +1,1 @@
+"""assetcast migrations package."""

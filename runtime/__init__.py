@@ -1,0 +1,1 @@
+"""assetcast runtime package."""
