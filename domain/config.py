@@ -1,0 +1,67 @@
+"""Budgets and seeds of one collection run.
+
+The config is recorded in ``RunCreated`` and replayed on resume, so it must be exactly
+reproducible: counts are real ints (``True`` is not 1 here), every limit is bounded so no
+flag can ask for unbounded work, and the per-batch seeds ``seed + i`` stay within uint32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from domain import fields as f
+
+UINT32_MAX = 2**32 - 1
+COUNT_MAX = 1_000_000
+
+# field -> (lower, upper) inclusive bounds
+_BOUNDS: Mapping[str, tuple[int, int]] = {
+    "seed": (0, UINT32_MAX),
+    "max_batches": (1, COUNT_MAX),
+    "episodes_per_batch": (1, COUNT_MAX),
+    "candidates_per_role": (1, COUNT_MAX),
+    "max_search_nodes": (1, COUNT_MAX),
+    "settle_steps": (0, COUNT_MAX),
+}
+
+
+@dataclass(frozen=True)
+class CollectionConfig:
+    """Seed and finite budgets; batch ``i`` uses seed ``seed + i``."""
+
+    seed: int = 0
+    max_batches: int = 1
+    episodes_per_batch: int = 1
+    candidates_per_role: int = 32
+    max_search_nodes: int = 1000
+    settle_steps: int = 0
+    record_trajectory: bool = True
+
+    def __post_init__(self) -> None:
+        _validate(asdict(self), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str | None = None) -> CollectionConfig:
+        """Strict inverse of ``to_dict``: unknown keys are errors, missing keys take defaults."""
+        names = tuple(item.name for item in fields(cls))
+        values = {**asdict(cls()), **f.mapping(data, "", source, optional=names)}
+        _validate(values, source)
+        return cls(**values)
+
+
+def _validate(values: Mapping[str, Any], source: str | None) -> None:
+    for name, (lower, upper) in _BOUNDS.items():
+        f.integer(values[name], name, source, lower=lower, upper=upper)
+    f.boolean(values["record_trajectory"], "record_trajectory", source)
+    last_seed = values["seed"] + values["max_batches"] - 1
+    if last_seed > UINT32_MAX:
+        f.fail(
+            "max_batches",
+            f"the last batch seed (seed + max_batches - 1 = {last_seed}) exceeds {UINT32_MAX}",
+            source,
+        )
