@@ -11,14 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from domain import fields as f
+from domain.assets import AssetQuery
 from domain.canonical import sha256_json
 from domain.errors import ConfigError
-
-if TYPE_CHECKING:
-    from domain.assets import AssetQuery
 
 RELATION_KINDS: tuple[str, ...] = ("fits_inside", "supported_by", "pours_into")
 ROOT = "asset_requirements"
@@ -174,14 +172,18 @@ class AssetRequirements:
         return sha256_json(self.to_dict())
 
 
-def _parse_query(value: Any, path: str, source: str | None) -> AssetQuery:
-    from domain.assets import AssetQuery  # deferred: assets.py is written concurrently
+def _attribute(value: Any, path: str, source: str | None) -> str | int | float | bool:
+    if value is None:
+        f.fail(path, "expected a string, number or bool, got null", source)
+    return f.scalar(value, path, source)
 
+
+def _parse_query(value: Any, path: str, source: str | None) -> AssetQuery:
     raw = f.mapping(value, path, source, optional=("category", "attributes", "capabilities"))
     category = f.optional_text(raw.get("category"), f.key_path(path, "category"), source)
     attributes_path = f.key_path(path, "attributes")
     attributes = {
-        key: f.scalar(item, f.key_path(attributes_path, key), source)
+        key: _attribute(item, f.key_path(attributes_path, key), source)
         for key, item in f.string_keyed(raw.get("attributes", {}), attributes_path, source).items()
     }
     capabilities = f.text_list(
