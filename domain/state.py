@@ -1,0 +1,459 @@
+"""Folding a run's events into its RunState, enforcing lifecycle and episode grammar.
+
+The fold is the one place that decides what a log means: the store calls it before
+appending (so illegal events never land) and on every read (so a log damaged by
+other means is refused, not misread). Resume relies on the facts gathered here:
+which batches were prepared, which episodes are done, which sessions ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from domain.errors import IllegalTransition
+from domain.lifecycle import ABSENT, ACCEPTING_STATES, TRIGGERS, Lifecycle, phase_of
+
+
+class EventLike(Protocol):
+    seq: int
+    type: str
+    payload: dict
+
+
+@dataclass(slots=True)
+class EpisodeState:
+    """Facts of one episode; acceptance, reset, receipt and discard are kept apart."""
+
+    batch_index: int
+    episode_index: int
+    seed: int
+    session: int
+    started_seq: int
+    starts: int = 1
+    stage: str = "started"
+    initial_passed: bool | None = None
+    executed: bool = False
+    completed: bool | None = None
+    judged: bool = False
+    accepted: bool | None = None
+    reason: str | None = None
+    committed: dict | None = None
+    discarded: str | None = None
+    reset_submitted: bool = False
+
+    @property
+    def started(self) -> bool:
+        return True
+
+    @property
+    def done(self) -> bool:
+        """Done once its commit-or-discard is in the log; anything less is re-run."""
+        return self.committed is not None or self.discarded is not None
+
+
+@dataclass(slots=True)
+class BatchState:
+    """Preparation facts (resolution, deployment) and collection facts of one batch."""
+
+    batch_index: int
+    resolved: dict | None = None
+    unresolvable: dict | None = None
+    deployment: dict | None = None
+    started: int = 0
+    assets_replaced: dict | None = None
+    finished: dict | None = None
+
+    @property
+    def asset_set_id(self) -> str | None:
+        return self.resolved["asset_set_id"] if self.resolved else None
+
+    @property
+    def seed(self) -> int | None:
+        return self.resolved["seed"] if self.resolved else None
+
+    @property
+    def materialized(self) -> bool:
+        return self.deployment is not None
+
+
+@dataclass(slots=True)
+class RoleCandidates:
+    """What preparation learned about one role's candidates."""
+
+    listed: list[str] | None = None
+    listing_failed: dict | None = None
+    prepared: dict[str, dict] = field(default_factory=dict)
+    rejected: list[dict] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Session:
+    """One process driving the run: started by PreparationStarted, CollectionStarted
+    or RunResumed."""
+
+    index: int
+    kind: str
+    session_id: str
+    host: str
+    pid: int
+    seq: int
+
+
+@dataclass(slots=True)
+class EnvironmentFacts:
+    session_id: str
+    built: list[dict] = field(default_factory=list)
+    closed: dict | None = None
+
+
+@dataclass
+class RunState:
+    """Projection of one run's log. ``version`` is the seq of the last folded event."""
+
+    run_id: str
+    state: str = ABSENT
+    version: int = 0
+    failed_from: str | None = None
+    created: dict | None = None
+    collection: dict | None = None
+    preparation_completed: dict | None = None
+    completed: dict | None = None
+    failures: list[dict] = field(default_factory=list)
+    batches: dict[int, BatchState] = field(default_factory=dict)
+    episodes: dict[tuple[int, int], EpisodeState] = field(default_factory=dict)
+    candidates: dict[str, RoleCandidates] = field(default_factory=dict)
+    sessions: list[Session] = field(default_factory=list)
+    environments: dict[str, EnvironmentFacts] = field(default_factory=dict)
+    lease_takeovers: list[dict] = field(default_factory=list)
+    open_episode: tuple[int, int] | None = None
+
+    @property
+    def phase(self) -> str | None:
+        return phase_of(self.state, self.failed_from)
+
+    @property
+    def goal(self) -> str | None:
+        return self.created["goal"] if self.created else None
+
+    @property
+    def config(self) -> dict | None:
+        return self.created["config"] if self.created else None
+
+    @property
+    def session(self) -> int:
+        """Index of the current session (0 before any session started)."""
+        return len(self.sessions)
+
+    def batch(self, batch_index: int) -> BatchState:
+        found = self.batches.get(batch_index)
+        if found is None:
+            found = self.batches[batch_index] = BatchState(batch_index)
+        return found
+
+    def done_episodes(self, batch_index: int) -> list[EpisodeState]:
+        return [
+            e for (b, _), e in sorted(self.episodes.items()) if b == batch_index and e.done
+        ]
+
+
+class _Illegal(Exception):
+    """Internal: a grammar reason, turned into IllegalTransition with run/seq/state."""
+
+
+# Stage an episode must be in for each grammar event, and the stage it moves to.
+_AFTER_INITIAL = "initial"
+_EPISODE_STEPS: dict[str, tuple[frozenset[str], str]] = {
+    "InitialChecked": (frozenset({"started"}), _AFTER_INITIAL),
+    "EpisodeExecuted": (frozenset({_AFTER_INITIAL}), "executed"),
+    "EpisodeJudged": (frozenset({_AFTER_INITIAL, "executed"}), "judged"),
+    "TrajectoryCommitted": (frozenset({"judged"}), "finished"),
+    "TrajectoryDiscarded": (frozenset({"judged"}), "finished"),
+    "ResetSubmitted": (frozenset({"finished"}), "reset"),
+}
+
+
+class Folder:
+    """Incremental fold: holds one machine and applies events one at a time."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.lifecycle = Lifecycle()
+        self.state = RunState(run_id)
+        self._handlers = {
+            "RunCreated": self._run_created,
+            "PreparationStarted": self._session_started,
+            "CandidatesListed": self._candidates_listed,
+            "CandidateListingFailed": self._listing_failed,
+            "CandidatePrepared": self._candidate_prepared,
+            "CandidateRejected": self._candidate_rejected,
+            "BatchResolved": self._batch_resolved,
+            "BatchUnresolvable": self._batch_unresolvable,
+            "DeploymentMaterialized": self._deployment,
+            "PreparationCompleted": self._preparation_completed,
+            "CollectionStarted": self._collection_started,
+            "EnvironmentBuilt": self._environment_built,
+            "BatchStarted": self._batch_started,
+            "AssetsReplaced": self._assets_replaced,
+            "EpisodeStarted": self._episode_started,
+            "InitialChecked": self._episode_step,
+            "EpisodeExecuted": self._episode_step,
+            "EpisodeJudged": self._episode_step,
+            "TrajectoryCommitted": self._episode_step,
+            "TrajectoryDiscarded": self._episode_step,
+            "ResetSubmitted": self._episode_step,
+            "BatchFinished": self._batch_finished,
+            "EnvironmentClosed": self._environment_closed,
+            "RunCompleted": self._run_completed,
+            "RunFailed": self._run_failed,
+            "RunResumed": self._run_resumed,
+            "LeaseTakenOver": self._lease_taken_over,
+        }
+
+    def apply(self, seq: int, event_type: str, payload: dict) -> None:
+        """Apply one (already schema-validated) event or raise IllegalTransition."""
+        st = self.state
+        before = st.state
+        if seq != st.version + 1:
+            self._raise(seq, event_type, before, f"expected seq {st.version + 1}")
+        handler = self._handlers.get(event_type)
+        if handler is None:
+            self._raise(seq, event_type, before, "unknown event type")
+        try:
+            handler(seq, event_type, payload)  # type: ignore[misc]
+            reason = self.lifecycle.fire(event_type)
+            if reason is not None:
+                raise _Illegal(reason)
+        except _Illegal as exc:
+            self._raise(seq, event_type, before, str(exc))
+        st.state = self.lifecycle.state
+        st.failed_from = self.lifecycle.failed_from
+        st.version = seq
+
+    def _raise(self, seq: int, event_type: str, state: str, reason: str) -> None:
+        raise IllegalTransition(
+            f"run {self.run_id!r} seq {seq}: {event_type} is illegal in state {state}: {reason}"
+        )
+
+    # -- lifecycle -----------------------------------------------------------------
+    def _run_created(self, seq: int, _t: str, p: dict) -> None:
+        if p["run_id"] != self.run_id:
+            raise _Illegal(f"payload run_id {p['run_id']!r} does not match the run")
+        if self.lifecycle.state == ABSENT:
+            self.state.created = p
+
+    def _preparation_completed(self, seq: int, _t: str, p: dict) -> None:
+        if self.lifecycle.state == "preparing":
+            self.state.preparation_completed = p
+
+    def _session_started(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            st = self.state
+            st.sessions.append(
+                Session(len(st.sessions) + 1, t, p["session_id"], p["host"], p["pid"], seq)
+            )
+            st.open_episode = None
+
+    def _collection_started(self, seq: int, t: str, p: dict) -> None:
+        if self.lifecycle.state in ("prepared", "collecting"):
+            self.state.collection = p
+            self._session_started(seq, t, p)
+
+    def _run_resumed(self, seq: int, t: str, p: dict) -> None:
+        current = self.lifecycle.state
+        target = self.lifecycle.resume_target()
+        if p["from_state"] != current:
+            raise _Illegal(f"from_state {p['from_state']!r} does not match the run state")
+        if target is not None and p["to_state"] != target:
+            raise _Illegal(f"to_state {p['to_state']!r} but the run resumes to {target}")
+        if target is not None:
+            self._session_started(seq, t, p)
+
+    def _run_completed(self, seq: int, _t: str, p: dict) -> None:
+        st = self.state
+        if self.lifecycle.state == "collecting":
+            if st.open_episode is not None:
+                raise _Illegal(f"episode {st.open_episode} is still open")
+            st.completed = p
+
+    def _run_failed(self, seq: int, _t: str, p: dict) -> None:
+        if self.lifecycle.state not in ("completed", ABSENT):
+            self.state.failures.append({**p, "seq": seq})
+
+    def _lease_taken_over(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            self.state.lease_takeovers.append({**p, "seq": seq})
+
+    def _accepts(self, event_type: str) -> bool:
+        # Facts are recorded only for events the machine will accept; the machine
+        # itself produces the refusal reason afterwards.
+        if event_type in TRIGGERS:
+            return True
+        return self.lifecycle.state in ACCEPTING_STATES[event_type]
+
+    # -- preparation ---------------------------------------------------------------
+    def _role(self, role: str) -> RoleCandidates:
+        found = self.state.candidates.get(role)
+        if found is None:
+            found = self.state.candidates[role] = RoleCandidates()
+        return found
+
+    def _candidates_listed(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            self._role(p["role"]).listed = list(p["candidate_ids"])
+
+    def _listing_failed(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            self._role(p["role"]).listing_failed = p
+
+    def _candidate_prepared(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            self._role(p["role"]).prepared[p["candidate_id"]] = p
+
+    def _candidate_rejected(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            self._role(p["role"]).rejected.append(p)
+
+    def _batch_resolved(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            self.state.batch(p["batch_index"]).resolved = p
+
+    def _batch_unresolvable(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            self.state.batch(p["batch_index"]).unresolvable = p
+
+    def _deployment(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            batch = self.state.batches.get(p["batch_index"])
+            if batch is None or batch.resolved is None:
+                raise _Illegal(f"batch {p['batch_index']} was never resolved")
+            batch.deployment = p
+
+    # -- collection ----------------------------------------------------------------
+    def _environment_built(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            env = self.state.environments.get(p["session_id"])
+            if env is None:
+                env = self.state.environments[p["session_id"]] = EnvironmentFacts(
+                    p["session_id"]
+                )
+            env.built.append(p)
+
+    def _environment_closed(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            env = self.state.environments.get(p["session_id"])
+            if env is None:
+                env = self.state.environments[p["session_id"]] = EnvironmentFacts(
+                    p["session_id"]
+                )
+            env.closed = p
+
+    def _batch_started(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            batch = self.state.batch(p["batch_index"])
+            if batch.finished is not None:
+                raise _Illegal(f"batch {p['batch_index']} already finished")
+            if self.state.open_episode is not None:
+                raise _Illegal(f"episode {self.state.open_episode} is still open")
+            batch.started += 1
+
+    def _assets_replaced(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            self._open_batch(p["batch_index"]).assets_replaced = p
+
+    def _batch_finished(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            batch = self._open_batch(p["batch_index"])
+            if self.state.open_episode is not None:
+                raise _Illegal(f"episode {self.state.open_episode} is still open")
+            batch.finished = p
+
+    def _open_batch(self, batch_index: int) -> BatchState:
+        batch = self.state.batches.get(batch_index)
+        if batch is None or not batch.started:
+            raise _Illegal(f"batch {batch_index} was not started")
+        if batch.finished is not None:
+            raise _Illegal(f"batch {batch_index} already finished")
+        return batch
+
+    def _episode_started(self, seq: int, t: str, p: dict) -> None:
+        if not self._accepts(t):
+            return
+        st = self.state
+        key = (p["batch_index"], p["episode_index"])
+        self._open_batch(key[0])
+        if st.open_episode is not None:
+            raise _Illegal(f"episode {st.open_episode} is still open")
+        previous = st.episodes.get(key)
+        if previous is not None:
+            if previous.done:
+                raise _Illegal(f"episode {key} is already done")
+            if previous.session == st.session:
+                raise _Illegal(
+                    f"episode {key} was started in this session; restart needs a new session"
+                )
+            previous.starts += 1
+            starts = previous.starts
+        else:
+            starts = 1
+        st.episodes[key] = EpisodeState(
+            key[0], key[1], p["seed"], st.session, seq, starts=starts
+        )
+        st.open_episode = key
+
+    def _episode_step(self, seq: int, t: str, p: dict) -> None:
+        if not self._accepts(t):
+            return
+        st = self.state
+        key = (p["batch_index"], p["episode_index"])
+        if st.open_episode != key:
+            raise _Illegal(f"episode {key} is not the open episode ({st.open_episode})")
+        ep = st.episodes[key]
+        allowed, next_stage = _EPISODE_STEPS[t]
+        if ep.stage not in allowed:
+            raise _Illegal(f"episode {key} is at stage {ep.stage!r}")
+        if t == "InitialChecked":
+            ep.initial_passed = p["passed"]
+        elif t == "EpisodeExecuted":
+            ep.executed = True
+            ep.completed = p["completed"]
+        elif t == "EpisodeJudged":
+            if ep.initial_passed and not ep.executed:
+                raise _Illegal(f"episode {key} passed its initial checks but was not executed")
+            if p["accepted"] and not (ep.initial_passed and ep.completed):
+                raise _Illegal(
+                    f"episode {key} cannot be accepted without passed initial checks "
+                    "and a completed program"
+                )
+            ep.judged = True
+            ep.accepted = p["accepted"]
+            ep.reason = p["reason"]
+        elif t == "TrajectoryCommitted":
+            if not ep.accepted:
+                raise _Illegal(f"episode {key} was rejected; only an accepted one is committed")
+            ep.committed = p
+        elif t == "TrajectoryDiscarded":
+            ep.discarded = p["reason"]
+        else:  # ResetSubmitted ends the episode
+            ep.reset_submitted = True
+            st.open_episode = None
+        ep.stage = next_stage
+
+
+def fold(run_id: str, events: Iterable[EventLike], folder: Folder | None = None) -> RunState:
+    """Replay ``events`` (ordered by seq) through the lifecycle; raise on the first
+    illegal one. Pass ``folder`` to continue an earlier fold incrementally."""
+    folder = folder or Folder(run_id)
+    apply = folder.apply
+    for event in events:
+        apply(event.seq, event.type, event.payload)
+    return folder.state
+
+
+def fold_rows(folder: Folder, rows: Iterable[tuple[int, str, Any]]) -> RunState:
+    """Like ``fold`` for ``(seq, type, payload)`` tuples (the store's fast path)."""
+    apply = folder.apply
+    for seq, event_type, payload in rows:
+        apply(seq, event_type, payload)
+    return folder.state

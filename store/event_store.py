@@ -1,0 +1,261 @@
+"""The SQL event store (any SQLAlchemy URL; SQLite by default).
+
+Appends are one transaction: a compare-and-swap on ``runs.version`` (or the insert
+of the run row for version 0) followed by the event rows. The CAS is what makes
+optimistic concurrency portable: whoever updates the version first wins, the other
+writer's update matches no row and its whole batch is rolled back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from domain.errors import ConcurrencyError, EventSchemaError, LeaseHeld, UnknownRun
+from domain.events import SCHEMA_VERSION, validate_payload
+from domain.state import RunState
+from store.admin import ensure_schema
+from store.base import PreparedEvent, Row, StoreCore
+from store.engine import make_engine, safe_url
+from store.leases import Lease, LeaseLost, held_message, is_live, new_expiry, this_host
+from store.records import LeaseInfo, RecordedEvent, RunSummary, as_utc, utcnow
+from store.tables import events_table, leases_table, runs_table
+
+_E = events_table.c
+_R = runs_table.c
+_L = leases_table.c
+
+
+def _decode(run_id: str, seq: int, event_type: str, text: str) -> dict:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise EventSchemaError(
+            f"run {run_id!r} seq {seq} {event_type}: payload is not valid JSON: {exc}"
+        ) from exc
+
+
+class EventStore(StoreCore):
+    """Event store over SQLAlchemy; opening it upgrades the schema to head."""
+
+    def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
+        super().__init__()
+        self.engine = engine or make_engine(url)
+        ensure_schema(self.engine)
+
+    @property
+    def url(self) -> str:
+        return safe_url(self.engine)
+
+    def _where(self) -> str:
+        return self.url
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write_conn(self) -> Connection:
+        conn = self.engine.connect()
+        conn.execution_options(sqlite_begin="IMMEDIATE")
+        return conn
+
+    # -- reading ----------------------------------------------------------------------
+    def _load(self, run_id: str, after_seq: int) -> Iterator[Row]:
+        query = (
+            sa.select(_E.seq, _E.type, _E.payload, _E.schema_version)
+            .where(_E.run_id == run_id, _E.seq > after_seq)
+            .order_by(_E.seq)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        loads = json.loads
+        for seq, event_type, text, schema_version in rows:
+            try:
+                payload = loads(text)
+            except ValueError:
+                payload = _decode(run_id, seq, event_type, text)
+            yield seq, event_type, payload, schema_version
+
+    def _run_exists(self, run_id: str) -> bool:
+        with self.engine.connect() as conn:
+            found = conn.execute(sa.select(_R.run_id).where(_R.run_id == run_id)).first()
+        return found is not None
+
+    def read(self, run_id: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        """Events of ``run_id`` after ``after_seq``, validated (EventSchemaError if not)."""
+        query = (
+            sa.select(
+                _E.position, _E.seq, _E.type, _E.payload, _E.recorded_at, _E.schema_version
+            )
+            .where(_E.run_id == run_id, _E.seq > after_seq)
+            .order_by(_E.seq)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        if not rows and not self._run_exists(run_id):
+            raise UnknownRun(f"unknown run {run_id!r} in {self.url}")
+        out = []
+        for position, seq, event_type, text, recorded_at, schema_version in rows:
+            payload = _decode(run_id, seq, event_type, text)
+            validate_payload(
+                event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq
+            )
+            out.append(
+                RecordedEvent(
+                    position, run_id, seq, event_type, payload, as_utc(recorded_at),
+                    schema_version,
+                )
+            )
+        return out
+
+    def list_runs(self) -> list[RunSummary]:
+        query = sa.select(
+            _R.run_id, _R.state, _R.version, _R.created_at, _R.updated_at, _R.goal, _R.task_id
+        ).order_by(_R.created_at, _R.run_id)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [
+            RunSummary(r[0], r[1], r[2], as_utc(r[3]), as_utc(r[4]), r[5], r[6]) for r in rows
+        ]
+
+    # -- writing ----------------------------------------------------------------------
+    def _write(
+        self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
+        state: RunState,
+    ) -> None:
+        now = utcnow()
+        version = prepared[-1].seq
+        rows = [
+            {
+                "run_id": run_id, "seq": e.seq, "type": e.type, "payload": e.text,
+                "recorded_at": now, "schema_version": SCHEMA_VERSION,
+            }
+            for e in prepared
+        ]
+        with self._write_conn() as conn, conn.begin():
+            if expected_version == 0:
+                created = state.created or {}
+                try:
+                    conn.execute(
+                        runs_table.insert().values(
+                            run_id=run_id, created_at=now, updated_at=now, state=state.state,
+                            version=version, goal=created.get("goal"),
+                            task_id=created.get("task_id"),
+                        )
+                    )
+                except IntegrityError as exc:
+                    raise ConcurrencyError(
+                        f"run {run_id!r} already exists; expected version 0 is stale"
+                    ) from exc
+            else:
+                result = conn.execute(
+                    runs_table.update()
+                    .where(_R.run_id == run_id, _R.version == expected_version)
+                    .values(state=state.state, version=version, updated_at=now)
+                )
+                if result.rowcount != 1:
+                    raise ConcurrencyError(
+                        f"run {run_id!r}: expected version {expected_version} is stale; "
+                        "another session appended first"
+                    )
+            try:
+                conn.execute(events_table.insert(), rows)
+            except IntegrityError as exc:
+                raise ConcurrencyError(
+                    f"run {run_id!r}: seq {prepared[0].seq} already exists"
+                ) from exc
+
+    # -- leases -----------------------------------------------------------------------
+    def lease_info(self, run_id: str) -> LeaseInfo | None:
+        with self.engine.connect() as conn:
+            return self._lease_row(conn, run_id)
+
+    @staticmethod
+    def _lease_row(conn: Connection, run_id: str, lock: bool = False) -> LeaseInfo | None:
+        query = sa.select(
+            _L.run_id, _L.owner, _L.pid, _L.host, _L.acquired_at, _L.heartbeat_at, _L.expires_at
+        ).where(_L.run_id == run_id)
+        if lock:
+            query = query.with_for_update()
+        row = conn.execute(query).first()
+        if row is None:
+            return None
+        return LeaseInfo(
+            row[0], row[1], row[2], row[3], as_utc(row[4]), as_utc(row[5]), as_utc(row[6])
+        )
+
+    def acquire_lease(self, run_id: str, *, owner: str, ttl_s: float = 30.0) -> Lease:
+        """Take the run's lease or raise LeaseHeld naming the live holder.
+
+        An expired lease, or one on this host whose process is dead, is taken over and
+        the takeover is appended to the run's log as ``LeaseTakenOver``.
+        """
+        pid, host = os.getpid(), this_host()
+        for _attempt in range(3):
+            now = utcnow()
+            expires = new_expiry(now, ttl_s)
+            values = {
+                "owner": owner, "pid": pid, "host": host, "acquired_at": now,
+                "heartbeat_at": now, "expires_at": expires,
+            }
+            try:
+                with self._write_conn() as conn, conn.begin():
+                    current = self._lease_row(conn, run_id, lock=True)
+                    mine = current is not None and (current.owner, current.pid, current.host) == (
+                        owner, pid, host
+                    )
+                    if current is None:
+                        conn.execute(leases_table.insert().values(run_id=run_id, **values))
+                    elif mine or not is_live(current, now, host):
+                        conn.execute(
+                            leases_table.update().where(_L.run_id == run_id).values(**values)
+                        )
+                    else:
+                        raise LeaseHeld(held_message(current))
+            except IntegrityError:
+                continue  # another session inserted first; look again
+            lease = Lease(
+                self, run_id, owner, pid, host, ttl_s, expires,
+                taken_over=None if current is None or mine else current,
+            )
+            self._append_takeover(lease)
+            return lease
+        raise LeaseHeld(f"run {run_id!r}: lease contended, try again")
+
+    def _renew_lease(self, lease: Lease) -> datetime:
+        now = utcnow()
+        expires = new_expiry(now, lease.ttl_s)
+        with self._write_conn() as conn, conn.begin():
+            result = conn.execute(
+                leases_table.update()
+                .where(
+                    _L.run_id == lease.run_id, _L.owner == lease.owner, _L.pid == lease.pid,
+                    _L.host == lease.host,
+                )
+                .values(heartbeat_at=now, expires_at=expires)
+            )
+            if result.rowcount != 1:
+                holder = self._lease_row(conn, lease.run_id)
+                who = held_message(holder) if holder else f"run {lease.run_id!r} has no lease"
+                raise LeaseLost(f"lease of {lease.owner!r} was lost: {who}")
+        return expires
+
+    def _release_lease(self, lease: Lease) -> None:
+        with self._write_conn() as conn, conn.begin():
+            conn.execute(
+                leases_table.delete().where(
+                    _L.run_id == lease.run_id, _L.owner == lease.owner, _L.pid == lease.pid,
+                    _L.host == lease.host,
+                )
+            )

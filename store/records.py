@@ -1,0 +1,62 @@
+"""Value objects crossing the store boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Backends without time zones hand back naive UTC; make it explicit."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event to append; ``seq`` and time are assigned by the store."""
+
+    type: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    position: int
+    run_id: str
+    seq: int
+    type: str
+    payload: dict[str, Any]
+    recorded_at: datetime
+    schema_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    run_id: str
+    state: str
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    goal: str | None
+    task_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseInfo:
+    """A lease row as stored: who holds the run and until when."""
+
+    run_id: str
+    owner: str
+    pid: int
+    host: str
+    acquired_at: datetime
+    heartbeat_at: datetime
+    expires_at: datetime
+
+    def describe(self) -> str:
+        return f"owner {self.owner!r} (pid {self.pid} on host {self.host!r})"
