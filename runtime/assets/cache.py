@@ -1,0 +1,191 @@
+"""Materializing a package into the content-addressed cache.
+
+Order matters for trust: we read every package file once, hash exactly those
+bytes, and write exactly those bytes into a private temporary folder inside the
+cache; references and meshes are then checked *on that copy*, collision pieces
+derived from it, and only a fully verified folder is renamed to
+``<cache>/<content_sha256>``. A crash leaves at most a ``.tmp-*`` folder, never a
+half-written snapshot under a digest name.
+
+An existing snapshot with the same digest is re-verified and reused. If it fails
+verification it is *not* replaced or deleted: it is evidence of tampering or
+corruption, and the error says so; a person must remove it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+import structlog
+
+from domain.assets import AssetDescriptor, PreparationContext, PreparedAsset
+from domain.canonical import sha256_hex
+from domain.errors import AssetValidationError
+from runtime.assets.collision import convex_pieces
+from runtime.assets.meshes import load_mesh, obj_bytes
+from runtime.assets.package import (
+    MANIFEST_NAME,
+    PackageManifest,
+    list_package_files,
+    parse_manifest,
+)
+from runtime.assets.references import check_references
+from runtime.assets.snapshot import (
+    COLLISION_DIR,
+    content_digest,
+    read_snapshot,
+    snapshot_bytes,
+    verify_prepared_asset,
+)
+
+log = structlog.get_logger(__name__)
+
+BOUNDS_TOLERANCE_M = 1e-6
+TMP_PREFIX = ".tmp-"
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_bounds(descriptor: AssetDescriptor, bounds: np.ndarray, label: str) -> None:
+    if descriptor.bounds_m is None:
+        return
+    declared = np.array([descriptor.bounds_m.lower, descriptor.bounds_m.upper])
+    deviation = float(np.max(np.abs(declared - bounds)))
+    if deviation > BOUNDS_TOLERANCE_M:
+        raise AssetValidationError(
+            f"{label}: descriptor.bounds_m does not match the visual mesh bounds "
+            f"(off by {deviation:.3g} m; mesh lower={bounds[0].tolist()} "
+            f"upper={bounds[1].tolist()})"
+        )
+
+
+def _reuse(folder: Path) -> PreparedAsset:
+    try:
+        asset = read_snapshot(folder)
+        verify_prepared_asset(asset)
+    except AssetValidationError as exc:
+        exc.add_note(f"cache entry {folder} was kept as evidence; remove it to prepare again")
+        log.warning("asset_snapshot_rejected", snapshot_dir=str(folder), error=str(exc))
+        raise
+    log.debug("asset_snapshot_reused", snapshot_dir=str(folder))
+    return asset
+
+
+def _build(
+    tmp: Path,
+    package_dir: Path,
+    data: dict[str, bytes],
+    digests: dict[str, str],
+    manifest: PackageManifest,
+    *,
+    candidate_id: str,
+    locator: str,
+    final: Path,
+) -> PreparedAsset:
+    for rel, payload in data.items():
+        _write_file(tmp / rel, payload)
+    entries = [manifest.visual_path]
+    if manifest.collision_path:
+        entries.append(manifest.collision_path)
+    for entry in entries:
+        try:
+            check_references(entry, data)
+        except AssetValidationError as exc:
+            raise AssetValidationError(f"{package_dir}/{exc}") from exc
+    visual = load_mesh(tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path))
+    _check_bounds(manifest.descriptor, visual.bounds, str(package_dir / manifest.visual_path))
+    collision = visual
+    if manifest.collision_path:
+        collision = load_mesh(
+            tmp / manifest.collision_path, label=str(package_dir / manifest.collision_path)
+        )
+    pieces, method = convex_pieces(collision, manifest.descriptor)
+    derived: dict[str, str] = {}
+    names = []
+    for index, piece in enumerate(pieces):
+        rel = f"{COLLISION_DIR}/piece_{index:03d}.obj"
+        payload = obj_bytes(piece.vertices, piece.faces, comment=f"assetcast convex piece {index}")
+        _write_file(tmp / rel, payload)
+        derived[rel] = sha256_hex(payload)
+        names.append(rel)
+    asset = PreparedAsset(
+        candidate_id=candidate_id,
+        content_sha256=final.name,
+        descriptor=manifest.descriptor,
+        snapshot_dir=str(final),
+        visual_path=manifest.visual_path,
+        collision_path=manifest.collision_path,
+        files=digests,
+        collision_pieces=tuple(names),
+        derived_files=derived,
+        source_locator=locator,
+    )
+    _write_file(tmp / ".assetcast" / "snapshot.json", snapshot_bytes(asset))
+    for folder in sorted({(tmp / rel).parent for rel in [*data, *derived]}, reverse=True):
+        _fsync_dir(folder)
+    log.debug("asset_collision_pieces", asset_id=asset.asset_id, method=method, pieces=len(names))
+    return asset
+
+
+def prepare_package(
+    package_dir: str | Path, *, candidate_id: str, locator: str, context: PreparationContext
+) -> PreparedAsset:
+    """Copy, verify and snapshot one package; reuse a verified snapshot of the same content."""
+    package_dir = Path(package_dir).absolute()
+    relpaths = list_package_files(package_dir)
+    data: dict[str, bytes] = {}
+    for rel in relpaths:
+        try:
+            data[rel] = (package_dir / rel).read_bytes()
+        except OSError as exc:
+            raise AssetValidationError(f"{package_dir / rel}: cannot be read: {exc}") from exc
+    digests = {rel: sha256_hex(payload) for rel, payload in data.items()}
+    manifest = parse_manifest(data[MANIFEST_NAME], str(package_dir / MANIFEST_NAME))
+    content_sha256 = content_digest(manifest.descriptor, digests)
+    cache_dir = Path(context.cache_dir).absolute()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    final = cache_dir / content_sha256
+    if final.exists():
+        return _reuse(final)
+    tmp = cache_dir / f"{TMP_PREFIX}{content_sha256[:16]}-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        asset = _build(
+            tmp, package_dir, data, digests, manifest,
+            candidate_id=candidate_id, locator=locator, final=final,
+        )
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not final.exists():
+                raise
+            # Another preparer won the race with the same content: use theirs.
+            shutil.rmtree(tmp, ignore_errors=True)
+            return _reuse(final)
+        _fsync_dir(cache_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info(
+        "asset_prepared", asset_id=asset.asset_id, content_sha256=content_sha256,
+        pieces=len(asset.collision_pieces),
+    )
+    return asset

@@ -1,0 +1,43 @@
+"""Loading package meshes with trimesh and writing the small OBJ files we derive.
+
+Loading happens only after ``references.check_references`` accepted the package,
+and only from the snapshot copy, so whatever the loader resolves is a file we hashed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import trimesh
+
+from domain.errors import AssetValidationError
+from runtime.assets.references import mesh_format
+
+
+def load_mesh(path: Path, *, label: str) -> trimesh.Trimesh:
+    """Load one mesh file (scenes are flattened) and check it is finite and non-empty."""
+    kind = mesh_format(path.name, where=label)
+    try:
+        loaded = trimesh.load(str(path), file_type=kind, force="mesh", process=True)
+    except Exception as exc:  # a malformed file is bad input whatever the loader raises
+        raise AssetValidationError(
+            f"{label}: mesh could not be loaded ({type(exc).__name__}: {exc})"
+        ) from exc
+    if not isinstance(loaded, trimesh.Trimesh):
+        raise AssetValidationError(f"{label}: file holds no triangle mesh")
+    if len(loaded.faces) == 0 or len(loaded.vertices) == 0:
+        raise AssetValidationError(f"{label}: mesh is empty (no faces)")
+    if not np.isfinite(loaded.vertices).all():
+        raise AssetValidationError(f"{label}: mesh has non-finite vertex coordinates")
+    return loaded
+
+
+def obj_bytes(vertices: np.ndarray, faces: np.ndarray, *, comment: str = "") -> bytes:
+    """Deterministic Wavefront OBJ text (shortest round-trip floats, 1-based faces)."""
+    lines = [f"# {comment}"] if comment else []
+    lines.extend(
+        f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in np.asarray(vertices)
+    )
+    lines.extend(f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(faces, dtype=np.int64))
+    return ("\n".join(lines) + "\n").encode("ascii")

@@ -1,0 +1,138 @@
+"""Reading an asset package from disk: its file list and its manifest.
+
+A package is a plain directory tree. We refuse anything that could make the bytes
+we hash differ from the bytes a simulator later reads (symlinks, special files),
+and we read the manifest with a JSON decoder that rejects duplicate keys and
+NaN/Infinity, because those would make the canonical descriptor ambiguous.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from domain.assets import AssetDescriptor
+from domain.errors import AssetValidationError
+from runtime.assets.references import check_reference_path, mesh_format
+
+MANIFEST_NAME = "asset.catalog.json"
+RESERVED_DIR = ".assetcast"
+MAX_MANIFEST_BYTES = 1 << 20
+MAX_PACKAGE_FILES = 4096
+
+
+@dataclass(frozen=True)
+class PackageManifest:
+    """The parsed ``asset.catalog.json`` of a package."""
+
+    descriptor: AssetDescriptor
+    visual_path: str
+    collision_path: str | None
+
+
+def list_package_files(package_dir: Path) -> list[str]:
+    """Every regular file below ``package_dir`` as sorted POSIX relpaths.
+
+    Symlinks (to files or folders), special files and a ``.assetcast`` folder are
+    refused: a snapshot must be a faithful byte copy that cannot point elsewhere.
+    """
+    if package_dir.is_symlink():
+        raise AssetValidationError(f"{package_dir}: package folder is a symlink")
+    if not package_dir.is_dir():
+        raise AssetValidationError(f"{package_dir}: package folder does not exist")
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(package_dir, followlinks=False):
+        base = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            path = base / name
+            rel = path.relative_to(package_dir).as_posix()
+            if rel == RESERVED_DIR:
+                raise AssetValidationError(
+                    f"{path}: a package may not contain a {RESERVED_DIR}/ folder"
+                )
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise AssetValidationError(f"{path}: symlinks are not allowed in a package")
+            if stat.S_ISDIR(mode):
+                continue
+            if not stat.S_ISREG(mode):
+                raise AssetValidationError(f"{path}: not a regular file")
+            found.append(rel)
+            if len(found) > MAX_PACKAGE_FILES:
+                raise AssetValidationError(
+                    f"{package_dir}: package has more than {MAX_PACKAGE_FILES} files"
+                )
+    if MANIFEST_NAME not in found:
+        raise AssetValidationError(f"{package_dir / MANIFEST_NAME}: file is missing")
+    return sorted(found)
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+def load_json_strict(data: bytes, source: str) -> Any:
+    """Decode JSON refusing duplicate keys and NaN/Infinity; errors name ``source``."""
+    try:
+        return json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=_reject_duplicates,
+            parse_constant=_reject_constant,
+        )
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise AssetValidationError(f"{source}: invalid JSON: {exc}") from exc
+
+
+def parse_manifest(data: bytes, source: str) -> PackageManifest:
+    """Strictly decode ``asset.catalog.json`` bytes (paths checked, existence not)."""
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise AssetValidationError(f"{source}: larger than {MAX_MANIFEST_BYTES} bytes")
+    raw = load_json_strict(data, source)
+    if not isinstance(raw, dict):
+        raise AssetValidationError(f"{source}: top level must be an object")
+    for key in sorted(raw):
+        if key not in ("descriptor", "visual_path", "collision_path"):
+            raise AssetValidationError(f"{source}: {key}: unknown field")
+    for key in ("descriptor", "visual_path"):
+        if key not in raw:
+            raise AssetValidationError(f"{source}: {key}: required field is missing")
+    descriptor = AssetDescriptor.from_dict(raw["descriptor"], source=source)
+    paths: dict[str, str | None] = {}
+    for key in ("visual_path", "collision_path"):
+        value = raw.get(key)
+        if value is None and key == "collision_path":
+            paths[key] = None
+            continue
+        if not isinstance(value, str):
+            raise AssetValidationError(f"{source}: {key}: expected a relative path string")
+        paths[key] = check_reference_path(value, "", where=f"{source}: {key}")
+        mesh_format(value, where=f"{source}: {key}")
+    visual = paths["visual_path"]
+    assert visual is not None
+    return PackageManifest(descriptor, visual, paths["collision_path"])
+
+
+def read_manifest(package_dir: Path) -> PackageManifest:
+    path = package_dir / MANIFEST_NAME
+    try:
+        if path.is_symlink():
+            raise AssetValidationError(f"{path}: symlinks are not allowed in a package")
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise AssetValidationError(f"{path}: file is missing") from exc
+    except OSError as exc:
+        raise AssetValidationError(f"{path}: cannot be read: {exc}") from exc
+    return parse_manifest(data, str(path))

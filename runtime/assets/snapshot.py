@@ -1,0 +1,154 @@
+"""Reading and re-verifying prepared snapshots (``cache/<content_sha256>/``).
+
+The snapshot layout is a contract with the simulator and deployments (see
+docs/INTERFACES.md). ``read_snapshot`` only parses; ``verify_prepared_asset``
+recomputes every digest, so a snapshot edited after preparation -- a mesh byte, a
+derived collision piece, or the metadata in ``snapshot.json`` -- is refused with an
+``AssetValidationError`` naming the file, never used silently.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from domain.assets import AssetDescriptor, PreparedAsset
+from domain.canonical import canonical_json, sha256_hex, sha256_json
+from domain.errors import AssetValidationError
+from runtime.assets.package import MANIFEST_NAME, RESERVED_DIR, load_json_strict, parse_manifest
+
+SNAPSHOT_SCHEMA_VERSION = 1
+SNAPSHOT_RELPATH = f"{RESERVED_DIR}/snapshot.json"
+COLLISION_DIR = f"{RESERVED_DIR}/collision"
+_SNAPSHOT_FIELDS = (
+    "schema_version", "content_sha256", "candidate_id", "descriptor", "visual_path",
+    "collision_path", "files", "collision_pieces", "derived_files", "source_locator",
+)
+
+
+def content_digest(descriptor: AssetDescriptor, files: dict[str, str]) -> str:
+    """``content_sha256`` as DESIGN.md defines it: descriptor plus every file digest."""
+    return sha256_json({"descriptor": descriptor.to_dict(), "files": dict(sorted(files.items()))})
+
+
+def snapshot_bytes(asset: PreparedAsset) -> bytes:
+    return canonical_json(asset.snapshot_dict()).encode("utf-8")
+
+
+def _str_map(value: Any, field: str, source: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise AssetValidationError(f"{source}: {field}: expected an object of strings")
+    return value
+
+
+def _opt_str(value: Any, field: str, source: str, *, nullable: bool = False) -> str | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str):
+        raise AssetValidationError(f"{source}: {field}: expected a string")
+    return value
+
+
+def read_snapshot(snapshot_dir: str | Path) -> PreparedAsset:
+    """Parse ``.assetcast/snapshot.json`` of a snapshot folder (no hashing)."""
+    folder = Path(snapshot_dir).absolute()
+    path = folder / SNAPSHOT_RELPATH
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise AssetValidationError(f"{path}: file is missing") from exc
+    except OSError as exc:
+        raise AssetValidationError(f"{path}: cannot be read: {exc}") from exc
+    source = str(path)
+    raw = load_json_strict(data, source)
+    if not isinstance(raw, dict):
+        raise AssetValidationError(f"{source}: top level must be an object")
+    for key in sorted(raw):
+        if key not in _SNAPSHOT_FIELDS:
+            raise AssetValidationError(f"{source}: {key}: unknown field")
+    for key in _SNAPSHOT_FIELDS:
+        if key not in raw:
+            raise AssetValidationError(f"{source}: {key}: required field is missing")
+    if raw["schema_version"] != SNAPSHOT_SCHEMA_VERSION:
+        raise AssetValidationError(
+            f"{source}: schema_version: unsupported value {raw['schema_version']!r}"
+        )
+    pieces = raw["collision_pieces"]
+    if not isinstance(pieces, list) or not all(isinstance(p, str) for p in pieces):
+        raise AssetValidationError(f"{source}: collision_pieces: expected a list of strings")
+    return PreparedAsset(
+        candidate_id=_opt_str(raw["candidate_id"], "candidate_id", source) or "",
+        content_sha256=_opt_str(raw["content_sha256"], "content_sha256", source) or "",
+        descriptor=AssetDescriptor.from_dict(raw["descriptor"], source=source),
+        snapshot_dir=str(folder),
+        visual_path=_opt_str(raw["visual_path"], "visual_path", source) or "",
+        collision_path=_opt_str(raw["collision_path"], "collision_path", source, nullable=True),
+        files=_str_map(raw["files"], "files", source),
+        collision_pieces=tuple(pieces),
+        derived_files=_str_map(raw["derived_files"], "derived_files", source),
+        source_locator=_opt_str(raw["source_locator"], "source_locator", source) or "",
+    )
+
+
+def _walk_files(folder: Path) -> list[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise AssetValidationError(f"{path}: symlinks are not allowed in a snapshot")
+            if stat.S_ISREG(mode):
+                found.append(path.relative_to(folder).as_posix())
+            elif not stat.S_ISDIR(mode):
+                raise AssetValidationError(f"{path}: not a regular file")
+    return sorted(found)
+
+
+def _check_digests(folder: Path, recorded: dict[str, str], present: set[str], what: str) -> None:
+    for rel in sorted(present - set(recorded)):
+        raise AssetValidationError(f"{folder / rel}: file is not recorded in the {what}")
+    for rel, digest in sorted(recorded.items()):
+        if rel not in present:
+            raise AssetValidationError(f"{folder / rel}: file is missing from the snapshot")
+        if sha256_hex((folder / rel).read_bytes()) != digest:
+            raise AssetValidationError(
+                f"{folder / rel}: content does not match its recorded SHA-256"
+            )
+
+
+def verify_prepared_asset(asset: PreparedAsset) -> None:
+    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift."""
+    folder = Path(asset.snapshot_dir)
+    meta = folder / SNAPSHOT_RELPATH
+    if not folder.is_dir() or folder.is_symlink():
+        raise AssetValidationError(f"{folder}: snapshot folder does not exist")
+    if folder.name != asset.content_sha256:
+        raise AssetValidationError(f"{folder}: folder name does not match content_sha256")
+    try:
+        on_disk = meta.read_bytes()
+    except OSError as exc:
+        raise AssetValidationError(f"{meta}: cannot be read: {exc}") from exc
+    if on_disk != snapshot_bytes(asset):
+        raise AssetValidationError(f"{meta}: does not match the prepared asset's metadata")
+    if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
+        raise AssetValidationError(f"{meta}: content_sha256 does not match descriptor and files")
+    if not set(asset.collision_pieces) <= set(asset.derived_files):
+        raise AssetValidationError(f"{meta}: collision_pieces are not all derived_files")
+    present = set(_walk_files(folder))
+    package = {rel for rel in present if not rel.startswith(f"{RESERVED_DIR}/")}
+    derived = {rel for rel in present - package if rel != SNAPSHOT_RELPATH}
+    _check_digests(folder, dict(asset.files), package, "snapshot's files")
+    _check_digests(folder, dict(asset.derived_files), derived, "snapshot's derived_files")
+    manifest_path = folder / MANIFEST_NAME
+    manifest = parse_manifest(manifest_path.read_bytes(), str(manifest_path))
+    if (
+        manifest.descriptor != asset.descriptor
+        or manifest.visual_path != asset.visual_path
+        or manifest.collision_path != asset.collision_path
+    ):
+        raise AssetValidationError(f"{meta}: disagrees with {MANIFEST_NAME}")
