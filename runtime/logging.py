@@ -1,0 +1,125 @@
+"""One place that decides how assetcast logs look.
+
+Library code only ever calls ``structlog.get_logger(__name__)`` and never chooses a format;
+the command line calls :func:`configure_logging` once, so the same events come out as
+``key=value`` lines for a person at a terminal or as JSON lines for a machine (``--log-json``).
+Logs go to stderr so they never mix with command output (tables, reports) on stdout.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, TextIO
+
+import structlog
+
+from domain.errors import AssetcastInputError
+
+LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+class LogLevelError(AssetcastInputError):
+    """``--log-level`` named a level that does not exist."""
+
+
+class _StderrLoggerFactory:
+    """Writes to whatever ``sys.stderr`` is *at call time* (tests swap it), or a fixed stream."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream
+
+    def __call__(self, *args: Any) -> structlog.WriteLogger:
+        return structlog.WriteLogger(self._stream if self._stream is not None else sys.stderr)
+
+
+def level_number(level: str) -> int:
+    try:
+        return LEVELS[level.lower()]
+    except KeyError:
+        raise LogLevelError(
+            f"--log-level: unknown level {level!r} (choose from {', '.join(LEVELS)})"
+        ) from None
+
+
+def configure_logging(
+    *, level: str = "info", json_lines: bool = False, stream: TextIO | None = None
+) -> None:
+    """Configure structlog (and route the standard library's logging through the same stream).
+
+    ``stream`` defaults to the current ``sys.stderr``. Colours are used only when the stream is
+    a terminal, so redirected logs stay plain ``key=value`` text.
+    """
+    threshold = level_number(level)
+    target = stream if stream is not None else sys.stderr
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+    ]
+    renderer: Any
+    if json_lines:
+        shared.append(structlog.processors.dict_tracebacks)
+        renderer = structlog.processors.JSONRenderer(sort_keys=True)
+    else:
+        is_tty = bool(getattr(target, "isatty", lambda: False)())
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=is_tty, exception_formatter=structlog.dev.plain_traceback
+        )
+    structlog.configure(
+        processors=[*shared, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
+        logger_factory=_StderrLoggerFactory(stream),
+        cache_logger_on_first_use=False,
+    )
+    _route_stdlib_logging(threshold, json_lines, stream)
+
+
+def _route_stdlib_logging(threshold: int, json_lines: bool, stream: TextIO | None) -> None:
+    """Third-party libraries (alembic, sqlalchemy) log through ``logging``; format them alike.
+
+    Their chatter is capped at WARNING unless ``--log-level debug`` asks for everything.
+    """
+    renderer: Any = (
+        structlog.processors.JSONRenderer(sort_keys=True)
+        if json_lines
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        foreign_pre_chain=[
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+        ],
+    )
+    handler = _CurrentStderrHandler(stream)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        if getattr(existing, "_assetcast", False):
+            root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(threshold if threshold <= logging.DEBUG else max(threshold, logging.WARNING))
+
+
+class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that follows ``sys.stderr`` when no stream was fixed."""
+
+    _assetcast = True
+
+    def __init__(self, stream: TextIO | None) -> None:
+        super().__init__(stream if stream is not None else sys.stderr)
+        self._fixed = stream is not None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self._fixed:
+            self.stream = sys.stderr
+        super().emit(record)

@@ -1,0 +1,214 @@
+"""Audit projection over synthetic, schema-valid, lifecycle-legal event logs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from domain.events import validate_payload
+from domain.state import fold
+from store.projections.audit import audit, audit_logs, episode_outcomes, run_summary
+from store.records import RecordedEvent
+
+T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+SHA = {name: name[0] * 64 for name in ("alpha", "bravo", "charlie")}
+
+
+class LogBuilder:
+    """Appends schema-checked events with consecutive seqs, one second apart."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.events: list[RecordedEvent] = []
+
+    def add(self, event_type: str, **payload: Any) -> LogBuilder:
+        validate_payload(event_type, payload)
+        seq = len(self.events) + 1
+        when = T0 + timedelta(seconds=seq)
+        self.events.append(RecordedEvent(seq, self.run_id, seq, event_type, payload, when, 1))
+        return self
+
+    def episode(self, b: int, e: int, *, accepted: bool, stop_after: str | None = None) -> None:
+        steps: list[tuple[str, dict[str, Any]]] = [
+            ("EpisodeStarted", {"seed": 100 * b + e}),
+            ("InitialChecked", {"passed": True, "checks": []}),
+            ("EpisodeExecuted", {"completed": True, "steps": 10, "skills": [], "detail": ""}),
+            (
+                "EpisodeJudged",
+                {"accepted": accepted, "checks": [], "reason": "" if accepted else "not_inside"},
+            ),
+            (
+                (
+                    "TrajectoryCommitted",
+                    {"path": f"rec/b{b}_e{e}.pt", "bytes": 3, "sha256": "0" * 64},
+                )
+                if accepted
+                else ("TrajectoryDiscarded", {"reason": "rejected"})
+            ),
+            ("ResetSubmitted", {}),
+        ]
+        for event_type, payload in steps:
+            self.add(event_type, batch_index=b, episode_index=e, **payload)
+            if event_type == stop_after:
+                return
+
+
+def _created(b: LogBuilder, goal: str = "run") -> None:
+    b.add(
+        "RunCreated", run_id=b.run_id, goal=goal, task_id="place_item_in_bin",
+        task_path="/t/task.yaml", task_sha256="f" * 64,
+        config={"seed": 0, "max_batches": 2, "episodes_per_batch": 2, "candidates_per_role": 32,
+                "max_search_nodes": 1000, "settle_steps": 0, "record_trajectory": True},
+        providers={}, output_dir="/out", tool_version="test",
+    )
+
+
+def _prepared(b: LogBuilder) -> None:
+    b.add("PreparationStarted", session_id="p" * 12, host="h", pid=1)
+    b.add("CandidatePrepared", role="item", candidate_id="c-alpha", asset_id="alpha",
+          content_sha256=SHA["alpha"], snapshot_dir="/c/a")
+    b.add("CandidatePrepared", role="bin", candidate_id="c-bravo", asset_id="bravo",
+          content_sha256=SHA["bravo"], snapshot_dir="/c/b")
+    b.add("CandidateRejected", role="item", candidate_id="c-broken", stage="prepare",
+          error_type="AssetValidationError", detail="bounds_m does not match the mesh")
+    for index in range(2):
+        b.add("BatchResolved", batch_index=index, seed=index, asset_set_id=f"set{index}",
+              requirements_digest="d" * 64, search_nodes=2,
+              assets={"item": {"asset_id": "alpha", "content_sha256": SHA["alpha"]},
+                      "bin": {"asset_id": "bravo", "content_sha256": SHA["bravo"]}})
+        b.add("DeploymentMaterialized", batch_index=index, asset_set_id=f"set{index}",
+              deployment_path=f"/out/batch_{index:04d}", manifest_sha256="e" * 64)
+    b.add("PreparationCompleted", batches=2)
+
+
+def _collection_start(b: LogBuilder, session: str) -> None:
+    b.add("CollectionStarted", session_id=session, host="h", pid=2, episodes_per_batch=2,
+          record_trajectory=True, recording_dir=f"/out/recordings/run_{session}")
+    b.add("EnvironmentBuilt", session_id=session, batch_index=0, constructions=1)
+
+
+def _batch_start(b: LogBuilder, index: int) -> None:
+    b.add("BatchStarted", batch_index=index, asset_set_id=f"set{index}", seed=index,
+          deployment_path=f"/out/batch_{index:04d}")
+    b.add("AssetsReplaced", batch_index=index, roles_replaced=["item", "bin"], entities_kept=[])
+
+
+def completed_run(run_id: str = "run-a") -> list[RecordedEvent]:
+    """Two batches, 3 of 4 episodes accepted, one resume after a crash mid-episode."""
+    b = LogBuilder(run_id)
+    _created(b)
+    _prepared(b)
+    _collection_start(b, "s" * 12)
+    _batch_start(b, 0)
+    b.episode(0, 0, accepted=True)
+    b.episode(0, 1, accepted=False)
+    b.add("BatchFinished", batch_index=0, accepted=1, attempted=2)
+    _batch_start(b, 1)
+    b.episode(1, 0, accepted=True, stop_after="EpisodeJudged")  # crash: judged, not committed
+    b.add("RunResumed", session_id="r" * 12, host="h", pid=3, from_state="collecting",
+          to_state="collecting")
+    _collection_start(b, "r" * 12)
+    _batch_start(b, 1)
+    b.episode(1, 0, accepted=True)
+    b.episode(1, 1, accepted=True)
+    b.add("BatchFinished", batch_index=1, accepted=2, attempted=2)
+    b.add("EnvironmentClosed", session_id="r" * 12, ok=True, error_type=None, detail=None)
+    b.add("RunCompleted", batches=2, accepted=3, attempted=4)
+    return b.events
+
+
+def crashed_run(run_id: str = "run-b") -> list[RecordedEvent]:
+    """Collection killed in batch 0 episode 1 after its initial checks (no close, no failure)."""
+    b = LogBuilder(run_id)
+    _created(b)
+    _prepared(b)
+    _collection_start(b, "k" * 12)
+    _batch_start(b, 0)
+    b.episode(0, 0, accepted=True)
+    b.episode(0, 1, accepted=True, stop_after="InitialChecked")
+    return b.events
+
+
+def unresolvable_run(run_id: str = "run-c") -> list[RecordedEvent]:
+    b = LogBuilder(run_id)
+    _created(b, goal="prepare")
+    b.add("PreparationStarted", session_id="p" * 12, host="h", pid=1)
+    b.add("CandidatePrepared", role="item", candidate_id="c-charlie", asset_id="charlie",
+          content_sha256=SHA["charlie"], snapshot_dir="/c/c")
+    b.add("BatchUnresolvable", batch_index=0, seed=0, error_type="MatchingError",
+          detail="no asset set", search_nodes=1, budget_exhausted=False, role_summaries={},
+          rejections=[{"role": "item", "asset_id": "charlie", "code": "extent_exceeded",
+                       "detail": "0.2 > 0.12", "target_role": None}])
+    b.add("RunFailed", phase="preparing", error_type="PreparationFailed", detail="batch 0",
+          traceback="Traceback ...", batch_index=0, episode_index=None)
+    return b.events
+
+
+class FakeStore:
+    def __init__(self, logs: dict[str, list[RecordedEvent]]) -> None:
+        self.logs = logs
+
+    def list_runs(self) -> list[str]:
+        return list(self.logs)
+
+    def read(self, run_id: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        return [e for e in self.logs[run_id] if e.seq > after_seq]
+
+
+def test_synthetic_logs_are_legal_for_the_fold() -> None:
+    assert fold("run-a", completed_run()).state == "completed"
+    assert fold("run-b", crashed_run("run-b")).state == "collecting"
+    assert fold("run-c", unresolvable_run("run-c")).state == "failed"
+
+
+def test_interrupted_judgement_does_not_count_and_rerun_supersedes_it() -> None:
+    outcomes = episode_outcomes(completed_run())
+    assert sorted(outcomes) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert [outcomes[k]["accepted"] for k in sorted(outcomes)] == [True, False, True, True]
+    assert episode_outcomes(crashed_run()).keys() == {(0, 0)}
+
+
+def test_run_summary_counts_done_work() -> None:
+    summary = run_summary("run-a", completed_run())
+    assert summary["state"] == "completed"
+    assert summary["task_id"] == "place_item_in_bin"
+    assert (summary["batches_done"], summary["batches_total"]) == (2, 2)
+    assert (summary["episodes_accepted"], summary["episodes_attempted"]) == (3, 4)
+    assert summary["resumes"] == 1
+    assert summary["last_event_type"] == "RunCompleted"
+    assert summary["created_at"] == (T0 + timedelta(seconds=1)).isoformat()
+
+
+def test_audit_per_asset_usage_and_rejections() -> None:
+    report = audit(
+        FakeStore({"run-a": completed_run(), "run-b": crashed_run(), "run-c": unresolvable_run()})
+    )
+    assets = {a["asset_id"]: a for a in report["assets"]}
+    alpha = assets["alpha"]
+    assert alpha["content_sha256"] == SHA["alpha"]
+    assert alpha["roles"] == ["item"]
+    assert alpha["runs"] == ["run-a", "run-b"]
+    assert len(alpha["batches"]) == 4
+    # run-a: 4 done episodes (3 accepted); run-b: 1 done (accepted); the crashed one is not done
+    assert (alpha["episodes_attempted"], alpha["episodes_accepted"]) == (5, 4)
+    assert assets["bravo"]["roles"] == ["bin"]
+    charlie = assets["charlie"]
+    assert charlie["runs"] == [] and charlie["prepared_in_runs"] == ["run-c"]
+    assert [(r["stage"], r["code"], r["batch_index"]) for r in charlie["rejections"]] == [
+        ("matching", "extent_exceeded", 0)
+    ]
+    broken = report["unprepared_candidates"]
+    assert [(c["role"], c["candidate_id"]) for c in broken] == [("item", "c-broken")]
+    assert {r["run_id"] for r in broken[0]["rejections"]} == {"run-a", "run-b"}
+    assert broken[0]["rejections"][0]["detail"] == "bounds_m does not match the mesh"
+    states = {r["run_id"]: r["state"] for r in report["runs"]}
+    assert states == {"run-a": "completed", "run-b": "collecting", "run-c": "failed"}
+
+
+def test_audit_is_deterministic_and_json_ready() -> None:
+    import json
+
+    logs = {"run-b": crashed_run(), "run-a": completed_run()}
+    first = json.dumps(audit_logs(logs), sort_keys=True, allow_nan=False)
+    second = json.dumps(audit_logs(dict(reversed(list(logs.items())))), sort_keys=True)
+    assert first == second
