@@ -1,0 +1,300 @@
+"""Self-contained deployment directories: one per batch, sealed by a manifest of digests.
+
+A deployment is what collection (possibly on another machine, possibly after a crash) runs
+from, so it must not depend on the cache or on the source catalog: it carries a rewritten
+copy of the task, a full copy of each chosen snapshot and of every non-role package the task
+references, and ``manifest.json`` listing the SHA-256 of every other file. It is written in a
+temporary sibling directory and renamed into place, so ``batch_NNNN/`` either does not exist
+or is complete; ``validate_deployment`` proves that nothing was changed, added or removed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from domain.canonical import sha256_hex
+from domain.errors import AssetValidationError, DeploymentInvalid
+from domain.matching import ResolvedAssetSet
+from domain.requirements import AssetRequirements
+from domain.task import PackageAsset, TaskSpec
+from runtime.files import fsync_directory, report_text
+from runtime.taskfile import dump_task, load_task
+
+log = structlog.get_logger(__name__)
+
+MANIFEST_NAME = "manifest.json"
+TASK_NAME = "task.yaml"
+MANIFEST_SCHEMA_VERSION = 1
+TEMP_MARKER = ".partial-"
+_MANIFEST_KEYS = frozenset(
+    {"schema_version", "batch_index", "seed", "asset_set_id", "requirements_digest", "roles",
+     "files"}
+)
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A validated (or freshly written) deployment and the manifest that seals it."""
+
+    path: Path
+    batch_index: int
+    asset_set_id: str
+    manifest: dict[str, Any] = field(repr=False)
+    manifest_sha256: str = ""
+
+    @property
+    def deployment_path(self) -> Path:
+        """Alias kept for readers used to the reference's naming."""
+        return self.path
+
+    @property
+    def task_path(self) -> Path:
+        return self.path / TASK_NAME
+
+
+def batch_dir_name(batch_index: int) -> str:
+    return f"batch_{batch_index:04d}"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def temp_dirs_for(output_dir: Path) -> list[Path]:
+    """Leftover half-written deployments in ``output_dir`` (a crash between mkdir and rename)."""
+    if not output_dir.is_dir():
+        return []
+    return sorted(
+        p for p in output_dir.iterdir()
+        if p.name.startswith(".batch_") and TEMP_MARKER in p.name and p.is_dir()
+    )
+
+
+def remove_temp_dirs(output_dir: Path) -> list[Path]:
+    """Delete every leftover temporary deployment directory; returns what was removed."""
+    removed = temp_dirs_for(Path(output_dir))
+    for path in removed:
+        shutil.rmtree(path)
+        log.info("deployment.temp_removed", path=str(path))
+    return removed
+
+
+def _walk_files(root: Path) -> dict[str, Path]:
+    """Every regular file below ``root`` by POSIX relative path; symlinks are refused."""
+    found: dict[str, Path] = {}
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        base = Path(directory)
+        for name in sorted(dirnames):
+            if (base / name).is_symlink():
+                raise DeploymentInvalid(f"{base / name}: symbolic links are not allowed")
+        for name in sorted(filenames):
+            path = base / name
+            if path.is_symlink() or not path.is_file():
+                raise DeploymentInvalid(f"{path}: only regular files are allowed")
+            found[path.relative_to(root).as_posix()] = path
+    return found
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """Byte copy of a package/snapshot directory; refuses symlinks instead of following them."""
+    for directory, dirnames, filenames in os.walk(source):
+        base = Path(directory)
+        relative = base.relative_to(source)
+        (target / relative).mkdir(parents=True, exist_ok=True)
+        for name in dirnames:
+            if (base / name).is_symlink():
+                raise AssetValidationError(f"{base / name}: symbolic links are not allowed")
+        for name in filenames:
+            path = base / name
+            if path.is_symlink() or not path.is_file():
+                raise AssetValidationError(f"{path}: only regular files are allowed")
+            shutil.copyfile(path, target / relative / name)
+
+
+def _fsync_tree(root: Path) -> None:
+    """Flush every file and folder so the rename publishes durable content."""
+    for directory, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            fd = os.open(Path(directory) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_directory(Path(directory))
+
+
+def _rewrite_task(
+    spec: TaskSpec,
+    task_dir: Path,
+    requirements: AssetRequirements,
+    role_packages: Mapping[str, str],
+    staging: Path,
+) -> TaskSpec:
+    """The task of the deployment: role assets point into ``assets/``, other packages are
+    copied under ``entities/<entity_id>/`` so nothing outside the folder is referenced."""
+    entity_roles = {req.entity_id: role for role, req in requirements.roles.items()}
+    entities = []
+    for entity in spec.scene.entities:
+        asset = entity.asset
+        if entity.entity_id in entity_roles:
+            asset = PackageAsset(role_packages[entity_roles[entity.entity_id]])
+        elif isinstance(asset, PackageAsset):
+            catalog = (task_dir / asset.package).resolve()
+            if not catalog.is_file():
+                raise AssetValidationError(
+                    f"{asset.package}: package of entity {entity.entity_id!r} not found"
+                    f" at {catalog}"
+                )
+            _copy_tree(catalog.parent, staging / "entities" / entity.entity_id)
+            asset = PackageAsset(f"entities/{entity.entity_id}/{catalog.name}")
+        entities.append(replace(entity, asset=asset))
+    return replace(spec, scene=replace(spec.scene, entities=tuple(entities)))
+
+
+def materialize_deployment(
+    task: TaskSpec | str | Path,
+    requirements: AssetRequirements,
+    resolved: ResolvedAssetSet,
+    *,
+    output_dir: str | Path,
+    batch_index: int,
+    task_path: str | Path | None = None,
+) -> Deployment:
+    """Write ``output_dir`` (``batch_NNNN``) atomically and return its sealed description.
+
+    ``task`` is the task file or its parsed spec; with a spec, ``task_path`` locates the file so
+    that relative package paths of non-role entities can be resolved. An existing
+    ``output_dir`` is replaced: callers only materialize batches the log says are not done.
+    """
+    if isinstance(task, TaskSpec):
+        if task_path is None:
+            raise TypeError("task_path is required when a TaskSpec is given")
+        spec, source = task, Path(task_path)
+    else:
+        source = Path(task)
+        spec = load_task(source)
+    target = Path(output_dir).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}{TEMP_MARKER}{secrets.token_hex(4)}"
+    staging.mkdir()
+    try:
+        roles: dict[str, dict[str, str]] = {}
+        role_packages: dict[str, str] = {}
+        for role in sorted(resolved.assets):
+            asset = resolved.assets[role]
+            sha = asset.content_sha256
+            package = f"assets/{sha}/asset.catalog.json"
+            if not (staging / "assets" / sha).exists():
+                _copy_tree(Path(asset.snapshot_dir), staging / "assets" / sha)
+            if not (staging / package).is_file():
+                raise AssetValidationError(
+                    f"{asset.snapshot_dir}: snapshot has no asset.catalog.json"
+                )
+            role_packages[role] = package
+            roles[role] = {
+                "entity_id": requirements.roles[role].entity_id,
+                "asset_id": asset.asset_id,
+                "content_sha256": sha,
+                "package": package,
+            }
+        deployed = _rewrite_task(spec, source.parent, requirements, role_packages, staging)
+        (staging / TASK_NAME).write_text(dump_task(deployed), encoding="utf-8")
+        files = {rel: file_sha256(path) for rel, path in _walk_files(staging).items()}
+        manifest = {
+            "schema_version": MANIFEST_SCHEMA_VERSION,
+            "batch_index": batch_index,
+            "seed": resolved.seed,
+            "asset_set_id": resolved.set_id,
+            "requirements_digest": resolved.requirements_digest,
+            "roles": roles,
+            "files": files,
+        }
+        manifest_bytes = report_text(manifest).encode("utf-8")
+        (staging / MANIFEST_NAME).write_bytes(manifest_bytes)
+        _fsync_tree(staging)
+        if target.exists():
+            shutil.rmtree(target)
+        os.rename(staging, target)
+        fsync_directory(target.parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    log.info("deployment.materialized", path=str(target), asset_set_id=resolved.set_id)
+    return Deployment(target, batch_index, resolved.set_id, manifest, sha256_hex(manifest_bytes))
+
+
+def _load_manifest(path: Path, expected_sha256: str | None) -> tuple[dict[str, Any], str]:
+    manifest_path = path / MANIFEST_NAME
+    if not manifest_path.is_file():
+        raise DeploymentInvalid(f"{manifest_path}: manifest is missing")
+    raw = manifest_path.read_bytes()
+    digest = sha256_hex(raw)
+    if expected_sha256 is not None and digest != expected_sha256:
+        raise DeploymentInvalid(
+            f"{manifest_path}: manifest digest {digest} differs from the recorded {expected_sha256}"
+        )
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DeploymentInvalid(f"{manifest_path}: not valid JSON ({error})") from error
+    if not isinstance(manifest, dict) or set(manifest) != _MANIFEST_KEYS:
+        raise DeploymentInvalid(f"{manifest_path}: unexpected manifest fields")
+    if manifest["schema_version"] != MANIFEST_SCHEMA_VERSION:
+        raise DeploymentInvalid(f"{manifest_path}: unsupported schema_version")
+    files, roles = manifest["files"], manifest["roles"]
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise DeploymentInvalid(f"{manifest_path}: files must map paths to digests")
+    if not isinstance(roles, dict):
+        raise DeploymentInvalid(f"{manifest_path}: roles must be a mapping")
+    if TASK_NAME not in files:
+        raise DeploymentInvalid(f"{path / TASK_NAME}: not listed in the manifest")
+    for role, entry in roles.items():
+        package = entry.get("package") if isinstance(entry, dict) else None
+        sha = entry.get("content_sha256") if isinstance(entry, dict) else None
+        if package != f"assets/{sha}/asset.catalog.json" or package not in files:
+            raise DeploymentInvalid(f"{manifest_path}: role {role!r} names an unlisted package")
+    if not isinstance(manifest["batch_index"], int) or not isinstance(
+        manifest["asset_set_id"], str
+    ):
+        raise DeploymentInvalid(f"{manifest_path}: batch_index/asset_set_id malformed")
+    return manifest, digest
+
+
+def validate_deployment(
+    path: str | Path, *, expected_manifest_sha256: str | None = None
+) -> Deployment:
+    """Prove the directory is exactly what was materialized; ``DeploymentInvalid`` names the
+    first changed, missing or extra file (or the manifest, if it was edited)."""
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise DeploymentInvalid(f"{root}: deployment directory does not exist")
+    manifest, digest = _load_manifest(root, expected_manifest_sha256)
+    present = _walk_files(root)
+    present.pop(MANIFEST_NAME, None)
+    expected: dict[str, str] = manifest["files"]
+    for rel in sorted(expected):
+        if rel not in present:
+            raise DeploymentInvalid(f"{root / rel}: file listed in the manifest is missing")
+    for rel in sorted(present):
+        if rel not in expected:
+            raise DeploymentInvalid(f"{root / rel}: file is not listed in the manifest")
+    for rel in sorted(expected):
+        if file_sha256(present[rel]) != expected[rel]:
+            raise DeploymentInvalid(f"{root / rel}: SHA-256 differs from the manifest")
+    return Deployment(root, manifest["batch_index"], manifest["asset_set_id"], manifest, digest)
