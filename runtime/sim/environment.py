@@ -1,0 +1,408 @@
+"""The task environment: one MuJoCo scene built from a deployment and reused across batches.
+
+Collection builds the environment once and, per batch, swaps only the role bodies
+(``replace_assets``). The robot, the table and every non-role entity must stay
+identical, so a replacement deployment that changes them is refused *before* the
+model is touched. Building always follows the canonical order of ``scene.py``, which
+makes a replaced environment step bit for bit like one built fresh.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import mujoco
+import numpy as np
+import structlog
+
+from domain.task import EntitySpec, PackageAsset, TaskSpec
+from runtime.sim import scene as sc
+from runtime.sim.errors import SceneBuildError, SceneMismatch
+from runtime.sim.geometry import (
+    EntityGeometry,
+    package_geometry,
+    primitive_geometry,
+    quat_from_yaw,
+    rotation_from_quat,
+)
+from runtime.sim.results import CheckResult, ProgramResult, ReplacementInfo
+from runtime.taskfile import load_task
+
+if TYPE_CHECKING:
+    from runtime.sim.recorder import TrajectoryRecorder
+
+log = structlog.get_logger(__name__)
+
+CONTROL_DECIMATION = 10  # physics steps per control/recording interval
+
+
+def load_entity_geometry(task: TaskSpec, entity: EntitySpec, base_dir: Path) -> EntityGeometry:
+    density = task.scene.physics.density_kg_m3
+    if isinstance(entity.asset, PackageAsset):
+        return package_geometry(entity.entity_id, base_dir / entity.asset.package, density)
+    return primitive_geometry(
+        entity.entity_id, entity.asset.primitive, entity.asset.size_m, density
+    )
+
+
+def _task_path(deployment_dir: Path) -> Path:
+    path = Path(deployment_dir) / "task.yaml"
+    if not path.is_file():
+        raise SceneBuildError(f"{path}: deployment has no task.yaml")
+    return path
+
+
+class TaskEnvironment:
+    """A MuJoCo tabletop scene with a parallel-jaw gripper, driven by a task program."""
+
+    total_constructions: ClassVar[int] = 0
+
+    def __init__(self, task: TaskSpec, deployment_dir: Path, *, settle_steps: int = 0) -> None:
+        if type(settle_steps) is not int or settle_steps < 0:
+            raise ValueError("settle_steps must be a non-negative integer")
+        self.settle_steps = settle_steps
+        self.layout = sc.GripperLayout(max_opening_m=task.scene.robot.max_opening_m)
+        geometries = {
+            e.entity_id: load_entity_geometry(task, e, deployment_dir) for e in task.scene.entities
+        }
+        self._adopt(task, deployment_dir, geometries)
+        self.spec = sc.new_spec(
+            timestep_s=task.scene.physics.timestep_s,
+            table_xy=task.scene.table.size_m,
+            layout=self.layout,
+        )
+        sc.add_entities(self.spec, self._placements(self.order))
+        self._compile()
+        TaskEnvironment.total_constructions += 1
+        self.constructions = 1
+        self.replacements = 0
+        self.closed = False
+        self.held: str | None = None
+        self.program_steps = 0
+        log.info("sim.environment_built", task_id=task.task_id, deployment=str(deployment_dir))
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_deployment(
+        cls, deployment_dir: Path | str, *, settle_steps: int = 0
+    ) -> TaskEnvironment:
+        directory = Path(deployment_dir)
+        return cls(load_task(_task_path(directory)), directory, settle_steps=settle_steps)
+
+    def _adopt(
+        self, task: TaskSpec, deployment_dir: Path, geometries: dict[str, EntityGeometry]
+    ) -> None:
+        self.task = task
+        self.deployment_dir = Path(deployment_dir)
+        self.roles = task.role_entities()
+        role_ids = set(self.roles.values())
+        entities = [e.entity_id for e in task.scene.entities]
+        self.role_order = [e for e in entities if e in role_ids]
+        self.kept_order = [e for e in entities if e not in role_ids]
+        self.order = self.kept_order + self.role_order  # canonical build order
+        self.geometries = geometries
+
+    def _placements(
+        self, entity_ids: Sequence[str]
+    ) -> list[tuple[EntityGeometry, tuple[float, float], float]]:
+        return [
+            (
+                self.geometries[eid],
+                self.task.entity(eid).position_m,
+                self.task.entity(eid).yaw_deg,
+            )
+            for eid in entity_ids
+        ]
+
+    def _compile(self) -> None:
+        try:
+            self.model = self.spec.compile()
+        except Exception as error:
+            raise SceneBuildError(
+                f"{self.deployment_dir}: MuJoCo rejected the scene ({error})"
+            ) from error
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._robot_qpos = np.array(
+            [m.jnt_qposadr[m.joint(j).id] for j in sc.ROBOT_JOINTS], dtype=np.intp
+        )
+        self._robot_dof = np.array(
+            [m.jnt_dofadr[m.joint(j).id] for j in sc.ROBOT_JOINTS], dtype=np.intp
+        )
+        self._entity_qpos = {
+            eid: int(m.jnt_qposadr[m.joint(sc.entity_joint_name(eid)).id]) for eid in self.order
+        }
+        self._entity_dof = {
+            eid: int(m.jnt_dofadr[m.joint(sc.entity_joint_name(eid)).id]) for eid in self.order
+        }
+        self._entity_body = {eid: m.body(sc.entity_body_name(eid)).id for eid in self.order}
+        self._actuators = [m.actuator(f"act_{j}").id for j in sc.ROBOT_JOINTS]
+
+    def _check_compatible(self, task: TaskSpec, directory: Path) -> dict[str, EntityGeometry]:
+        """Refuse a deployment that changes anything but the role bodies; load its roles."""
+        where = f"{directory / 'task.yaml'}"
+        if task.task_id != self.task.task_id:
+            raise SceneMismatch(
+                f"{where}: task_id {task.task_id!r} differs from the environment's "
+                f"{self.task.task_id!r}"
+            )
+        for name in ("table", "robot", "physics"):
+            if getattr(task.scene, name) != getattr(self.task.scene, name):
+                raise SceneMismatch(
+                    f"{where}: scene.{name} differs from the environment's; only role assets "
+                    "may change between batches"
+                )
+        if task.role_entities() != self.roles:
+            raise SceneMismatch(f"{where}: asset_requirements roles differ from the environment's")
+        new_ids = [e.entity_id for e in task.scene.entities]
+        if sorted(new_ids) != sorted(self.order):
+            raise SceneMismatch(f"{where}: scene.entities ids differ from the environment's")
+        for eid in self.kept_order:
+            old, new = self.task.entity(eid), task.entity(eid)
+            if (old.position_m, old.yaw_deg) != (new.position_m, new.yaw_deg):
+                raise SceneMismatch(f"{where}: non-role entity {eid!r} moved")
+            if load_entity_geometry(task, new, directory).identity != self.geometries[eid].identity:
+                raise SceneMismatch(f"{where}: non-role entity {eid!r} has a different asset")
+        return {
+            eid: load_entity_geometry(task, task.entity(eid), directory) for eid in self.role_order
+        }
+
+    def replace_assets(self, deployment_dir: Path | str) -> ReplacementInfo:
+        """Swap the role bodies for those of ``deployment_dir`` on this same environment."""
+        self._require_open()
+        directory = Path(deployment_dir)
+        task = load_task(_task_path(directory))
+        new_roles = self._check_compatible(task, directory)
+        old_geometries = dict(self.geometries)
+        for eid in self.role_order:
+            sc.remove_entity(self.spec, old_geometries[eid])
+        geometries = {**{k: old_geometries[k] for k in self.kept_order}, **new_roles}
+        previous = (self.task, self.deployment_dir, old_geometries)
+        self._adopt(task, directory, geometries)
+        sc.add_entities(self.spec, self._placements(self.role_order))
+        try:
+            self._compile()
+        except SceneBuildError as error:
+            # Put the old bodies back so the environment stays usable for the caller.
+            for eid in self.role_order:
+                sc.remove_entity(self.spec, self.geometries[eid])
+            self._adopt(*previous)
+            sc.add_entities(self.spec, self._placements(self.role_order))
+            try:
+                self._compile()
+            except SceneBuildError as restore_error:
+                error.add_note(f"restoring the previous role bodies also failed: {restore_error}")
+            raise
+        self.replacements += 1
+        self.held = None
+        info = ReplacementInfo(
+            roles_replaced=tuple(sorted(self.roles)), entities_kept=tuple(self.kept_order)
+        )
+        log.info("sim.assets_replaced", deployment=str(directory), roles=info.roles_replaced)
+        return info
+
+    # ------------------------------------------------------------------ state
+
+    def _require_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("the environment is closed")
+
+    def reset(self, seed: int) -> None:
+        """Deterministic initial state: pose noise on role entities from ``seed``, then settle."""
+        self._require_open()
+        physics = self.task.scene.physics
+        rng = np.random.default_rng(seed)
+        m, d = self.model, self.data
+        mujoco.mj_resetData(m, d)
+        home = np.zeros(len(sc.ROBOT_JOINTS))
+        home[5:] = self.layout.max_opening_m / 2
+        d.qpos[self._robot_qpos] = home
+        d.ctrl[self._actuators] = home
+        role_ids = set(self.role_order)
+        for eid in self.order:
+            entity = self.task.entity(eid)
+            x, y = entity.position_m
+            yaw = math.radians(entity.yaw_deg)
+            if eid in role_ids:
+                dx, dy = rng.uniform(-physics.pose_noise_m, physics.pose_noise_m, size=2)
+                dyaw = rng.uniform(-physics.pose_noise_yaw_deg, physics.pose_noise_yaw_deg)
+                x, y, yaw = x + dx, y + dy, yaw + math.radians(dyaw)
+            adr = self._entity_qpos[eid]
+            d.qpos[adr : adr + 3] = (x, y, 0.0)
+            d.qpos[adr + 3 : adr + 7] = quat_from_yaw(yaw)
+        mujoco.mj_forward(m, d)
+        if self.settle_steps:
+            mujoco.mj_step(m, d, nstep=self.settle_steps)
+        self.held = None
+        self.program_steps = 0
+
+    def close(self) -> None:
+        """Release the native model; idempotent."""
+        if not self.closed:
+            self.closed = True
+            self.data = None  # type: ignore[assignment]
+            self.model = None  # type: ignore[assignment]
+            log.info("sim.environment_closed")
+
+    def __enter__(self) -> TaskEnvironment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ observation
+
+    def entity_pose(self, entity_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """World position of the entity frame (bottom centre) and its rotation matrix."""
+        adr = self._entity_qpos[entity_id]
+        qpos = self.data.qpos
+        return qpos[adr : adr + 3].copy(), rotation_from_quat(qpos[adr + 3 : adr + 7])
+
+    def entity_velocity(self, entity_id: str) -> tuple[np.ndarray, np.ndarray]:
+        adr = self._entity_dof[entity_id]
+        return self.data.qvel[adr : adr + 3].copy(), self.data.qvel[adr + 3 : adr + 6].copy()
+
+    def entity_world_points(self, entity_id: str) -> np.ndarray:
+        pos, rot = self.entity_pose(entity_id)
+        return sc.world_points(self.geometries[entity_id], pos, rot)
+
+    def entity_world_aabb(self, entity_id: str) -> tuple[np.ndarray, np.ndarray]:
+        points = self.entity_world_points(entity_id)
+        return points.min(axis=0), points.max(axis=0)
+
+    def to_entity_frame(self, entity_id: str, points: np.ndarray) -> np.ndarray:
+        pos, rot = self.entity_pose(entity_id)
+        return (points - pos) @ rot
+
+    def to_world(self, entity_id: str, local: np.ndarray) -> np.ndarray:
+        pos, rot = self.entity_pose(entity_id)
+        return np.asarray(local) @ rot.T + pos
+
+    def finger_width(self) -> float:
+        return float(self.data.qpos[self._robot_qpos[5]] + self.data.qpos[self._robot_qpos[6]])
+
+    def tcp(self) -> np.ndarray:
+        """Commanded-frame TCP state (x, y, z, yaw, tilt) from the arm joints."""
+        q = self.data.qpos[self._robot_qpos[:5]].copy()
+        q[2] += self.layout.mount_height_m
+        return q
+
+    def observation(self) -> dict[str, np.ndarray]:
+        d = self.data
+        poses = np.stack(
+            [d.qpos[self._entity_qpos[e] : self._entity_qpos[e] + 7] for e in self.order]
+        )
+        return {
+            "robot_qpos": d.qpos[self._robot_qpos].copy(),
+            "robot_qvel": d.qvel[self._robot_dof].copy(),
+            "entity_pose": poses.copy(),
+            "finger_width": np.array(self.finger_width()),
+            "time": np.array(d.time),
+        }
+
+    def asset_identities(self) -> dict[str, dict[str, Any]]:
+        """Role -> entity, asset id and content digest of the bodies currently in the scene."""
+        return {
+            role: {
+                "entity_id": eid,
+                "asset_id": self.geometries[eid].asset_id,
+                "content_sha256": self.geometries[eid].content_sha256,
+            }
+            for role, eid in self.roles.items()
+        }
+
+    # ------------------------------------------------------------------ control
+
+    def step_control(self, recorder: TrajectoryRecorder | None) -> None:
+        """Advance one control interval with the current ctrl, recording the transition."""
+        action = self.data.ctrl[self._actuators].copy()
+        mujoco.mj_step(self.model, self.data, nstep=CONTROL_DECIMATION)
+        self.program_steps += CONTROL_DECIMATION
+        if recorder is not None:
+            recorder.record(action, self.observation())
+
+    def arm_targets(self) -> np.ndarray:
+        targets = self.data.ctrl[self._actuators[:5]].copy()
+        targets[2] += self.layout.mount_height_m
+        return targets
+
+    def move_tcp(
+        self,
+        recorder: TrajectoryRecorder | None,
+        *,
+        x: float | None = None,
+        y: float | None = None,
+        z: float | None = None,
+        yaw: float | None = None,
+        tilt: float | None = None,
+        speed_m_s: float = 0.3,
+        speed_rad_s: float = 2.0,
+        tolerance_m: float = 0.003,
+        max_settle_intervals: int = 40,
+    ) -> bool:
+        """Interpolate the arm targets to the goal, then wait (bounded) until the TCP arrives."""
+        start = self.arm_targets()
+        goal = start.copy()
+        for index, value in enumerate((x, y, z, yaw, tilt)):
+            if value is not None:
+                goal[index] = value
+        interval = self.model.opt.timestep * CONTROL_DECIMATION
+        linear = float(np.linalg.norm(goal[:3] - start[:3])) / speed_m_s
+        angular = float(np.max(np.abs(goal[3:] - start[3:]))) / speed_rad_s
+        count = max(1, math.ceil(max(linear, angular) / interval))
+        for k in range(1, count + 1):
+            self._set_arm(start + (goal - start) * (k / count))
+            self.step_control(recorder)
+        for _ in range(max_settle_intervals):
+            error = self.tcp() - goal
+            if np.linalg.norm(error[:3]) <= tolerance_m and np.max(np.abs(error[3:])) <= 0.02:
+                return True
+            self.step_control(recorder)
+        return False
+
+    def _set_arm(self, targets: np.ndarray) -> None:
+        ctrl = targets.copy()
+        ctrl[2] -= self.layout.mount_height_m
+        self.data.ctrl[self._actuators[:5]] = ctrl
+
+    def set_fingers(
+        self, recorder: TrajectoryRecorder | None, half_opening: float, intervals: int
+    ) -> None:
+        self.data.ctrl[self._actuators[5:]] = half_opening
+        for _ in range(intervals):
+            self.step_control(recorder)
+
+    def hold(self, recorder: TrajectoryRecorder | None, intervals: int) -> None:
+        for _ in range(intervals):
+            self.step_control(recorder)
+
+    # ------------------------------------------------------------------ program and checks
+
+    def run_program(self, recorder: TrajectoryRecorder | None = None) -> ProgramResult:
+        from runtime.sim.skills import run_program
+
+        self._require_open()
+        return run_program(self, recorder)
+
+    def run_checks(self, specs: Sequence[Any]) -> tuple[CheckResult, ...]:
+        from runtime.sim.checks import run_checks
+
+        self._require_open()
+        mujoco.mj_forward(self.model, self.data)
+        return run_checks(self, specs)
+
+    def contacts(self) -> list[Mapping[str, Any]]:
+        """Active contacts after the last forward pass: geom names and signed distance."""
+        d, m = self.data, self.model
+        return [
+            {
+                "geom1": m.geom(int(d.contact.geom1[i])).name,
+                "geom2": m.geom(int(d.contact.geom2[i])).name,
+                "dist": float(d.contact.dist[i]),
+            }
+            for i in range(d.ncon)
+        ]

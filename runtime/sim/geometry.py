@@ -1,0 +1,220 @@
+"""Load the collision geometry of one scene entity from a deployment.
+
+A package entity is read from its prepared snapshot (``.assetcast/snapshot.json``):
+every convex collision piece becomes one MuJoCo mesh geom, and the body mass is the
+mesh volume times the task density. Reading the snapshot JSON directly (instead of
+the cache module) keeps the simulator usable on any deployment directory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+import trimesh
+
+from runtime.sim.errors import SceneBuildError
+
+log = structlog.get_logger(__name__)
+
+_CYLINDER_SEGMENTS = 16
+
+
+@dataclass(frozen=True)
+class MeshPiece:
+    """One convex collision piece in the package frame (metres, +Z up)."""
+
+    vertices: np.ndarray  # (n, 3) float64
+    faces: np.ndarray  # (m, 3) int32
+    volume: float
+
+
+@dataclass(frozen=True)
+class EntityGeometry:
+    """Everything the scene builder and the checks need to know about an entity's shape."""
+
+    entity_id: str
+    primitive: tuple[str, tuple[float, ...]] | None
+    pieces: tuple[MeshPiece, ...]
+    points: np.ndarray  # local points whose hull bounds the shape (for AABBs)
+    mass: float
+    descriptor: Mapping[str, Any] | None
+    content_sha256: str | None
+    asset_id: str | None
+    identity: tuple[Any, ...]  # compared when deciding that two entities are "the same"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def local_lower(self) -> np.ndarray:
+        return self.points.min(axis=0)
+
+    @property
+    def local_upper(self) -> np.ndarray:
+        return self.points.max(axis=0)
+
+    def region(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """A descriptor region (``container_region``/``support_region``) in the entity frame."""
+        if self.descriptor is None:
+            return None
+        value = self.descriptor.get(name)
+        if not value:
+            return None
+        return np.asarray(value["lower"], dtype=float), np.asarray(value["upper"], dtype=float)
+
+
+def _primitive_points(kind: str, size: tuple[float, ...]) -> tuple[np.ndarray, float]:
+    if kind == "box":
+        sx, sy, sz = size
+        corners = np.array(
+            [[x, y, z] for x in (-sx / 2, sx / 2) for y in (-sy / 2, sy / 2) for z in (0.0, sz)]
+        )
+        return corners, sx * sy * sz
+    if kind == "cylinder":
+        radius, height = size
+        angles = np.linspace(0.0, 2 * math.pi, _CYLINDER_SEGMENTS, endpoint=False)
+        ring = np.stack([radius * np.cos(angles), radius * np.sin(angles)], axis=1)
+        points = np.concatenate(
+            [np.c_[ring, np.zeros(len(ring))], np.c_[ring, np.full(len(ring), height)]]
+        )
+        return points, math.pi * radius * radius * height
+    if kind == "sphere":
+        (radius,) = size
+        directions = np.array(
+            [[x, y, z] for x in (-1, 0, 1) for y in (-1, 0, 1) for z in (-1, 0, 1)], dtype=float
+        )
+        directions = directions[np.linalg.norm(directions, axis=1) > 0]
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        return directions * radius + np.array([0.0, 0.0, radius]), 4.0 / 3.0 * math.pi * radius**3
+    raise SceneBuildError(f"unknown primitive {kind!r}")
+
+
+def primitive_geometry(
+    entity_id: str, kind: str, size: tuple[float, ...], density: float
+) -> EntityGeometry:
+    points, volume = _primitive_points(kind, tuple(float(s) for s in size))
+    return EntityGeometry(
+        entity_id=entity_id,
+        primitive=(kind, tuple(float(s) for s in size)),
+        pieces=(),
+        points=points,
+        mass=volume * density,
+        descriptor=None,
+        content_sha256=None,
+        asset_id=None,
+        identity=("primitive", kind, tuple(float(s) for s in size)),
+    )
+
+
+def _inside(root: Path, relpath: str, what: str) -> Path:
+    candidate = (root / relpath).resolve()
+    if not candidate.is_relative_to(root.resolve()):
+        raise SceneBuildError(f"{what}: path {relpath!r} escapes the package {root}")
+    if not candidate.is_file():
+        raise SceneBuildError(f"{what}: file {candidate} does not exist")
+    return candidate
+
+
+def _load_mesh(path: Path) -> trimesh.Trimesh:
+    try:
+        mesh = trimesh.load(str(path), force="mesh", process=False)
+    except Exception as error:  # trimesh raises many types for bad files
+        raise SceneBuildError(f"{path}: cannot load mesh ({error})") from error
+    if not isinstance(mesh, trimesh.Trimesh) or len(mesh.vertices) < 4:
+        raise SceneBuildError(f"{path}: mesh has no usable geometry")
+    return mesh
+
+
+def _piece(path: Path) -> MeshPiece:
+    mesh = _load_mesh(path)
+    try:
+        volume = float(mesh.convex_hull.volume)
+    except Exception as error:
+        raise SceneBuildError(f"{path}: collision piece is degenerate ({error})") from error
+    if not volume > 0.0:
+        raise SceneBuildError(f"{path}: collision piece has zero volume")
+    return MeshPiece(
+        vertices=np.asarray(mesh.vertices, dtype=np.float64),
+        faces=np.asarray(mesh.faces, dtype=np.int32),
+        volume=volume,
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SceneBuildError(f"{path}: cannot read JSON ({error})") from error
+    if not isinstance(value, dict):
+        raise SceneBuildError(f"{path}: expected a JSON object")
+    return value
+
+
+def package_geometry(entity_id: str, catalog_path: Path, density: float) -> EntityGeometry:
+    """Geometry of a package entity; prefers the prepared snapshot's convex pieces."""
+    if not catalog_path.is_file():
+        raise SceneBuildError(f"entity {entity_id!r}: package file {catalog_path} does not exist")
+    root = catalog_path.parent
+    snapshot_path = root / ".assetcast" / "snapshot.json"
+    if snapshot_path.is_file():
+        snapshot = _read_json(snapshot_path)
+        descriptor = snapshot.get("descriptor")
+        visual = snapshot.get("visual_path")
+        piece_paths = list(snapshot.get("collision_pieces") or [])
+        content_sha256 = snapshot.get("content_sha256")
+    else:
+        catalog = _read_json(catalog_path)
+        descriptor = catalog.get("descriptor")
+        visual = catalog.get("visual_path")
+        piece_paths = [catalog.get("collision_path") or visual]
+        content_sha256 = None
+        log.warning("sim.package_without_snapshot", entity=entity_id, package=str(catalog_path))
+    if not piece_paths or not all(isinstance(p, str) for p in piece_paths):
+        raise SceneBuildError(f"entity {entity_id!r}: {catalog_path} lists no collision pieces")
+    pieces = tuple(_piece(_inside(root, rel, f"entity {entity_id!r}")) for rel in piece_paths)
+    volume = sum(p.volume for p in pieces)
+    if isinstance(visual, str):
+        # The mesh's own volume is the honest mass source when it is closed; convex
+        # pieces over-fill concave parts, so they are only the fallback.
+        try:
+            mesh = _load_mesh(_inside(root, visual, f"entity {entity_id!r}"))
+            if mesh.is_watertight and mesh.volume > 0:
+                volume = float(mesh.volume)
+        except SceneBuildError as error:
+            log.warning("sim.visual_mesh_unusable", entity=entity_id, detail=str(error))
+    points = np.concatenate([p.vertices for p in pieces])
+    asset_id = descriptor.get("asset_id") if isinstance(descriptor, dict) else None
+    return EntityGeometry(
+        entity_id=entity_id,
+        primitive=None,
+        pieces=pieces,
+        points=points,
+        mass=volume * density,
+        descriptor=descriptor if isinstance(descriptor, dict) else None,
+        content_sha256=content_sha256,
+        asset_id=asset_id,
+        identity=(
+            "package",
+            content_sha256 or tuple((p.vertices.tobytes(), p.faces.tobytes()) for p in pieces),
+        ),
+    )
+
+
+def quat_from_yaw(yaw_rad: float) -> np.ndarray:
+    return np.array([math.cos(yaw_rad / 2), 0.0, 0.0, math.sin(yaw_rad / 2)])
+
+
+def rotation_from_quat(quat: np.ndarray) -> np.ndarray:
+    w, x, y, z = (float(v) for v in quat)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )

@@ -1,0 +1,231 @@
+"""Program skills (pick, place, pour) and the registry users extend with their own.
+
+A skill is ``fn(env, step, recorder) -> SkillResult | bool``. Skills never raise for
+an impossible request (an object wider than the gripper, a target without a region):
+they return a failed result whose ``detail`` says why, so the episode is rejected
+instead of crashing the collection. A skill that raises anyway is reported failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from domain.task import SkillStep
+from runtime.sim.results import ProgramResult, SkillResult
+
+if TYPE_CHECKING:
+    from runtime.sim.environment import TaskEnvironment
+    from runtime.sim.recorder import TrajectoryRecorder
+
+SkillFn = Callable[["TaskEnvironment", SkillStep, "TrajectoryRecorder | None"], Any]
+
+_SKILLS: dict[str, SkillFn] = {}
+
+GRASP_MARGIN_M = 0.004  # free space each side of the object when the fingers approach
+APPROACH_CLEARANCE_M = 0.04
+LIFT_HEIGHT_M = 0.10
+RELEASE_GAP_M = 0.004
+
+
+def register_skill(name: str, fn: SkillFn) -> None:
+    """Make ``fn`` usable as ``{skill: name}`` in task programs (replaces an existing name)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("skill name must be a non-empty string")
+    if not callable(fn):
+        raise TypeError(f"skill {name!r} must be callable")
+    _SKILLS[name] = fn
+
+
+def registered_skills() -> tuple[str, ...]:
+    return tuple(sorted(_SKILLS))
+
+
+def _half_turn(angle: float) -> float:
+    """Wrap to (-pi/2, pi/2]: a parallel gripper is symmetric under a half turn."""
+    return angle - math.pi * math.ceil((angle - math.pi / 2) / math.pi)
+
+
+def _fail(step: SkillStep, detail: str) -> SkillResult:
+    return SkillResult(step.skill, step.object, False, detail)
+
+
+def _done(step: SkillStep, detail: str = "") -> SkillResult:
+    return SkillResult(step.skill, step.object, True, detail)
+
+
+def pick(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | None) -> SkillResult:
+    """Top-down antipodal grasp across the object's narrower horizontal side, then lift."""
+    eid = step.object
+    geometry = env.geometries[eid]
+    pos, rot = env.entity_pose(eid)
+    lower, upper = geometry.local_lower, geometry.local_upper
+    extents = upper - lower
+    axis = 0 if extents[0] <= extents[1] else 1
+    width = float(extents[axis])
+    opening = env.layout.max_opening_m
+    if width + 2 * GRASP_MARGIN_M > opening:
+        return _fail(
+            step,
+            f"object {eid!r} is {width:.3f} m wide across its narrowest horizontal side; "
+            f"the gripper opens {opening:.3f} m (needs {2 * GRASP_MARGIN_M:.3f} m margin)",
+        )
+    closing_axis = rot[:, axis]
+    yaw = _half_turn(math.atan2(closing_axis[1], closing_axis[0]) - math.pi / 2)
+    centre = env.to_world(eid, (lower + upper) / 2)
+    world_lo, world_hi = env.entity_world_aabb(eid)
+    bottom, top = float(world_lo[2]), float(world_hi[2])
+    grasp_z = max(bottom + 0.005, top - 0.8 * env.layout.finger_length_m)
+    env.set_fingers(recorder, opening / 2, intervals=3)
+    env.move_tcp(recorder, z=max(env.tcp()[2], top + APPROACH_CLEARANCE_M))
+    env.move_tcp(recorder, x=centre[0], y=centre[1], yaw=yaw, tilt=0.0)
+    env.move_tcp(recorder, z=grasp_z, speed_m_s=0.2)
+    env.set_fingers(recorder, -0.01, intervals=15)
+    if env.finger_width() < 0.25 * width:
+        return _fail(
+            step, f"grasp of {eid!r} missed: the fingers closed to {env.finger_width():.4f} m"
+        )
+    env.move_tcp(recorder, z=top + LIFT_HEIGHT_M, speed_m_s=0.2)
+    rise = float(env.entity_world_aabb(eid)[0][2]) - bottom
+    if rise < 0.5 * LIFT_HEIGHT_M:
+        return _fail(step, f"object {eid!r} slipped: lifted {rise:.3f} m of {LIFT_HEIGHT_M:.3f} m")
+    env.held = eid
+    return _done(step, f"grasped across {width:.3f} m")
+
+
+def _region_for(env: TaskEnvironment, step: SkillStep) -> tuple[str, np.ndarray, np.ndarray] | str:
+    target = step.target
+    if target is None:
+        return f"skill {step.skill!r} needs a target"
+    geometry = env.geometries[target]
+    if step.relation == "supported_by":
+        names = ("support_region",)
+    elif step.relation in ("fits_inside", "pours_into"):
+        names = ("container_region",)
+    else:
+        names = ("container_region", "support_region")
+    for name in names:
+        region = geometry.region(name)
+        if region is not None:
+            return (name, region[0], region[1])
+    return f"target {target!r} declares no {' or '.join(names)}"
+
+
+def _align_held(env: TaskEnvironment, recorder: TrajectoryRecorder | None, target: str) -> None:
+    """Turn the wrist so the held object's axes line up with the target's axes."""
+    _, obj_rot = env.entity_pose(env.held or "")
+    _, target_rot = env.entity_pose(target)
+    delta = _half_turn(
+        math.atan2(target_rot[1, 0], target_rot[0, 0]) - math.atan2(obj_rot[1, 0], obj_rot[0, 0])
+    )
+    env.move_tcp(recorder, yaw=float(env.arm_targets()[3] + delta))
+
+
+def _carry_over(
+    env: TaskEnvironment,
+    recorder: TrajectoryRecorder | None,
+    target: str,
+    point_world: np.ndarray,
+    bottom_z: float,
+) -> None:
+    """Carry the held object so its bottom centre is above ``point_world`` at ``bottom_z``."""
+    held = env.held or ""
+    target_top = float(env.entity_world_aabb(target)[1][2])
+    lo, _ = env.entity_world_aabb(held)
+    offset_z = float(lo[2]) - float(env.tcp()[2])
+    travel = max(float(env.tcp()[2]), target_top + APPROACH_CLEARANCE_M - offset_z)
+    env.move_tcp(recorder, z=travel)
+    _align_held(env, recorder, target)
+    lo, hi = env.entity_world_aabb(held)
+    offset_xy = (lo[:2] + hi[:2]) / 2 - env.tcp()[:2]
+    env.move_tcp(recorder, x=point_world[0] - offset_xy[0], y=point_world[1] - offset_xy[1])
+    env.move_tcp(recorder, z=bottom_z - offset_z, speed_m_s=0.15)
+
+
+def place(
+    env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | None
+) -> SkillResult:
+    """Lower the held object onto the target's container floor or support region and let go."""
+    if env.held != step.object:
+        return _fail(step, f"object {step.object!r} is not held (pick it first)")
+    found = _region_for(env, step)
+    if isinstance(found, str):
+        return _fail(step, found)
+    name, lower, upper = found
+    target = step.target or ""
+    centre = np.array([(lower[0] + upper[0]) / 2, (lower[1] + upper[1]) / 2, lower[2]])
+    point = env.to_world(target, centre)
+    _carry_over(env, recorder, target, point, float(point[2]) + RELEASE_GAP_M)
+    env.set_fingers(recorder, env.layout.max_opening_m / 2, intervals=15)
+    env.held = None
+    env.move_tcp(recorder, z=float(env.tcp()[2]) + LIFT_HEIGHT_M)
+    env.hold(recorder, intervals=10)
+    return _done(step, f"released onto {target!r} {name}")
+
+
+def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | None) -> SkillResult:
+    """Tilt the held object over the target's aperture with the wrist tilt hinge, then return.
+
+    Physical: the gripper has a tilt hinge about its x axis. The object stays grasped.
+    """
+    if env.held != step.object:
+        return _fail(step, f"object {step.object!r} is not held (pick it first)")
+    found = _region_for(env, dataclasses.replace(step, relation="pours_into"))
+    if isinstance(found, str):
+        return _fail(step, found)
+    _, lower, upper = found
+    target = step.target or ""
+    aperture = env.to_world(
+        target, np.array([(lower[0] + upper[0]) / 2, (lower[1] + upper[1]) / 2, upper[2]])
+    )
+    _carry_over(env, recorder, target, aperture, float(aperture[2]) + 0.03)
+    tilt = math.radians(float(step.params.get("tilt_deg", 100.0)))
+    env.move_tcp(recorder, tilt=tilt, speed_rad_s=1.5)
+    env.hold(recorder, intervals=int(step.params.get("hold_intervals", 15)))
+    env.move_tcp(recorder, tilt=0.0, speed_rad_s=1.5)
+    if env.finger_width() < 0.002:
+        env.held = None
+        return _fail(step, f"object {step.object!r} dropped while pouring")
+    return _done(step, f"poured over {target!r} at {math.degrees(tilt):.0f} deg")
+
+
+for _name, _fn in (("pick", pick), ("place", place), ("pour", pour)):
+    register_skill(_name, _fn)
+
+
+def run_program(env: TaskEnvironment, recorder: TrajectoryRecorder | None) -> ProgramResult:
+    """Run the task program in order; stop at the first skill that does not complete."""
+    if recorder is not None:
+        recorder.begin(env.observation())
+    results: list[SkillResult] = []
+    program = env.task.program
+    for step in program:
+        before = env.program_steps
+        fn = _SKILLS.get(step.skill)
+        if fn is None:
+            result = _fail(
+                step, f"unknown skill {step.skill!r}; registered: {', '.join(registered_skills())}"
+            )
+        else:
+            try:
+                outcome = fn(env, step, recorder)
+            except Exception as error:  # a user skill must not take the collection down
+                outcome = _fail(step, f"skill raised {type(error).__name__}: {error}")
+            if isinstance(outcome, bool):
+                outcome = SkillResult(step.skill, step.object, outcome)
+            if not isinstance(outcome, SkillResult):
+                outcome = _fail(step, f"skill returned {type(outcome).__name__}, not SkillResult")
+            result = outcome
+        results.append(dataclasses.replace(result, steps=env.program_steps - before))
+        if not result.completed:
+            break
+    completed = len(results) == len(program) and all(r.completed for r in results)
+    detail = ""
+    if not completed and results:
+        last = results[-1]
+        detail = f"step {len(results) - 1} ({last.skill} {last.object}): {last.detail}"
+    return ProgramResult(completed, tuple(results), env.program_steps, detail)
