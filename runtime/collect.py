@@ -1,0 +1,591 @@
+"""Collection: run every prepared batch on ONE environment and record it all in the ledger.
+
+The environment is built for the first batch this session has to do and reused: per batch
+only the role bodies are replaced. Every episode resets with its derived seed
+(:func:`runtime.seeds.episode_seed`), settles, runs the initial checks (which gate
+execution), the program, the measured checks (which gate acceptance), and then commits or
+discards its trajectory. The episode's events go into the log in one append *after* the
+trajectory file is durable, so the log never claims a file that is not on disk, and a crash
+at any instant leaves either the whole episode or nothing of it in the log.
+
+The same code serves a first collection and a resumed one: the plan is read from the log,
+done episodes (commit-or-discard logged) are skipped, and the rest are run from their start.
+On any exception, KeyboardInterrupt included, the environment is still closed, the failure
+(phase, position, traceback) is appended as `RunFailed`, `report.json` is written, and the
+original exception propagates with its identity; secondary failures become notes on it.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from domain.errors import AssetcastError
+from domain.task import CheckSpec
+from runtime.collect_support.episode import EpisodeContext, run_episode
+from runtime.collect_support.plan import (
+    BatchPlan,
+    CollectionPlan,
+    CollectionRefused,
+    EpisodeRecord,
+    read_plan,
+)
+from runtime.collect_support.recordings import (
+    session_recording_dir,
+    to_log_path,
+    unlogged_recordings,
+    verify_committed,
+)
+from runtime.files import write_json_atomic
+from runtime.session import CollectorSession, SessionLost
+from store.projections.collection_report import collection_report
+from store.records import NewEvent
+
+log = structlog.get_logger(__name__)
+
+REPORT_NAME = "report.json"
+EnvironmentFactory = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """Acceptance and reset submission of one done episode (not a persistence receipt)."""
+
+    episode_index: int
+    accepted: bool
+    reset_submitted: bool
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    batch_index: int
+    asset_set_id: str
+    episodes: tuple[EpisodeOutcome, ...]
+    close_finalized: bool
+
+
+@dataclass(frozen=True)
+class CollectionResult:
+    """What the log says after this session; identical to `report.json`.
+
+    ``unlogged_recordings`` lists trajectory files found on disk that the log never
+    recorded (written just before a crash); they were ignored and their episodes re-run.
+    """
+
+    run_id: str
+    batches: tuple[BatchOutcome, ...]
+    report_path: Path
+    environment_constructions: int
+    unlogged_recordings: tuple[Path, ...] = ()
+
+    @property
+    def accepted(self) -> int:
+        return sum(e.accepted for b in self.batches for e in b.episodes)
+
+
+def default_environment_factory(deployment_dir: Path, *, seed: int, settle_steps: int) -> Any:
+    """The MuJoCo TaskEnvironment. ``seed`` is unused: every episode resets with its own."""
+    from runtime.sim import TaskEnvironment
+
+    del seed
+    return TaskEnvironment.from_deployment(deployment_dir, settle_steps=settle_steps)
+
+
+def _check_specs(value: Sequence[CheckSpec] | None, name: str) -> tuple[CheckSpec, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise CollectionRefused(f"{name} must be a sequence of CheckSpec")
+    items = tuple(value)
+    for index, item in enumerate(items):
+        if not isinstance(item, CheckSpec):
+            raise CollectionRefused(
+                f"{name}[{index}] must be a CheckSpec, got {type(item).__name__}"
+            )
+    return items
+
+
+def report_path_of(plan: CollectionPlan) -> Path:
+    return plan.output_dir / REPORT_NAME
+
+
+def write_report(store: Any, run_id: str, path: Path) -> dict[str, Any]:
+    """Write `report.json` from the log (the same projection `show --json` prints)."""
+    report = collection_report(store.read(run_id))
+    write_json_atomic(path, report)
+    return report
+
+
+def result_from_report(
+    run_id: str, report: dict[str, Any], path: Path, unlogged: tuple[Path, ...] = ()
+) -> CollectionResult:
+    batches = tuple(
+        BatchOutcome(
+            batch_index=b["batch_index"],
+            asset_set_id=b["asset_set_id"],
+            episodes=tuple(
+                EpisodeOutcome(e["episode_index"], e["accepted"], e["reset_submitted"])
+                for e in b["episodes"]
+            ),
+            close_finalized=b["close_finalized"],
+        )
+        for b in report["batches"]
+    )
+    return CollectionResult(
+        run_id=run_id,
+        batches=batches,
+        report_path=path,
+        environment_constructions=report["environment_constructions"],
+        unlogged_recordings=unlogged,
+    )
+
+
+def _progress_bar(plan: CollectionPlan, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    total = len(plan.batches) * plan.episodes_per_batch
+    accepted, attempted = plan.totals()
+    bar = tqdm(
+        total=total,
+        initial=attempted,
+        unit="ep",
+        desc=f"collect {plan.run_id}",
+        file=sys.stderr,
+        disable=not enabled or not sys.stderr.isatty(),
+        dynamic_ncols=True,
+    )
+    bar.set_postfix(batch=f"-/{len(plan.batches)}", accepted=accepted, refresh=False)
+    return bar
+
+
+class _Collector:
+    """One session's pass over the plan; owns the environment and the append version."""
+
+    def __init__(
+        self,
+        store: Any,
+        session: CollectorSession,
+        plan: CollectionPlan,
+        version: int,
+        *,
+        initial_checks: tuple[CheckSpec, ...] | None,
+        final_checks: tuple[CheckSpec, ...] | None,
+        factory: EnvironmentFactory,
+        progress: bool,
+    ) -> None:
+        self.store = store
+        self.session = session
+        self.plan = plan
+        self.run_id = plan.run_id
+        self.version = version
+        self.initial_checks = initial_checks
+        self.final_checks = final_checks
+        self.factory = factory
+        self.progress = progress
+        self.env: Any = None
+        self.phase = "start"
+        self.batch_index: int | None = None
+        self.episode_index: int | None = None
+        self.recording_dir = (
+            session_recording_dir(plan.output_dir, session.session_id)
+            if plan.record_trajectory
+            else None
+        )
+
+    # ------------------------------------------------------------------ ledger
+
+    def append(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        self.session.check()
+        self.version = self.store.append(
+            self.run_id,
+            [NewEvent(kind, payload) for kind, payload in events],
+            expected_version=self.version,
+        )
+
+    # ------------------------------------------------------------------ the pass
+
+    def run(self) -> None:
+        plan = self.plan
+        self.append(
+            [
+                (
+                    "CollectionStarted",
+                    {
+                        **self.session.identity(),
+                        "episodes_per_batch": plan.episodes_per_batch,
+                        "record_trajectory": plan.record_trajectory,
+                        "recording_dir": (
+                            to_log_path(plan.output_dir, self.recording_dir)
+                            if self.recording_dir is not None
+                            else None
+                        ),
+                    },
+                )
+            ]
+        )
+        pending = plan.pending_batches()
+        log.info(
+            "collection_started",
+            run_id=self.run_id,
+            session_id=self.session.session_id,
+            batches=len(plan.batches),
+            pending_batches=len(pending),
+            episodes_per_batch=plan.episodes_per_batch,
+            done_episodes=len(plan.done),
+        )
+        bar = _progress_bar(plan, self.progress)
+        try:
+            for position, batch in enumerate(pending):
+                self.run_batch(batch, build=position == 0, bar=bar)
+        finally:
+            bar.close()
+        self.batch_index = self.episode_index = None
+        self.close_environment()
+        self.phase = "complete"
+        accepted, attempted = plan.totals()
+        self.append(
+            [
+                (
+                    "RunCompleted",
+                    {"batches": len(plan.batches), "accepted": accepted, "attempted": attempted},
+                )
+            ]
+        )
+        log.info("collection_completed", run_id=self.run_id, accepted=accepted, attempted=attempted)
+
+    def run_batch(self, batch: BatchPlan, *, build: bool, bar: Any) -> None:
+        from runtime.deployment import validate_deployment
+        from runtime.taskfile import load_task
+
+        plan = self.plan
+        self.batch_index, self.episode_index = batch.batch_index, None
+        self.phase = "validate_deployment"
+        deployment = validate_deployment(
+            batch.deployment_path, expected_manifest_sha256=batch.manifest_sha256
+        )
+        task = load_task(deployment.task_path)
+        if build:
+            self.phase = "build_environment"
+            self.env = self.factory(
+                batch.deployment_path, seed=batch.seed, settle_steps=plan.settle_steps
+            )
+            self.append(
+                [
+                    (
+                        "EnvironmentBuilt",
+                        {
+                            "session_id": self.session.session_id,
+                            "batch_index": batch.batch_index,
+                            "constructions": int(getattr(self.env, "constructions", 1)),
+                        },
+                    )
+                ]
+            )
+            # Built from this very deployment: no role body was swapped.
+            roles_replaced: list[str] = []
+            entities_kept = [e.entity_id for e in task.scene.entities]
+        else:
+            self.phase = "replace_assets"
+            info = self.env.replace_assets(batch.deployment_path)
+            roles_replaced = list(info.roles_replaced)
+            entities_kept = list(info.entities_kept)
+        done_before = plan.batch_counts(batch.batch_index)[1]
+        self.append(
+            [
+                (
+                    "BatchStarted",
+                    {
+                        "batch_index": batch.batch_index,
+                        "asset_set_id": batch.asset_set_id,
+                        "seed": batch.seed,
+                        "deployment_path": str(deployment.path),
+                    },
+                ),
+                (
+                    "AssetsReplaced",
+                    {
+                        "batch_index": batch.batch_index,
+                        "roles_replaced": roles_replaced,
+                        "entities_kept": entities_kept,
+                    },
+                ),
+            ]
+        )
+        log.info(
+            "batch_started",
+            run_id=self.run_id,
+            batch_index=batch.batch_index,
+            asset_set_id=batch.asset_set_id,
+            seed=batch.seed,
+            roles_replaced=roles_replaced,
+            episodes_already_done=done_before,
+        )
+        initial = self.initial_checks if self.initial_checks is not None else task.checks.initial
+        final = self.final_checks if self.final_checks is not None else task.checks.final
+        ctx = EpisodeContext(
+            batch_index=batch.batch_index,
+            batch_seed=batch.seed,
+            asset_set_id=batch.asset_set_id,
+            manifest_sha256=deployment.manifest_sha256,
+            manifest_roles=dict(deployment.manifest.get("roles", {})),
+            output_dir=plan.output_dir,
+            recording_dir=self.recording_dir,
+        )
+        bar.set_postfix(
+            batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
+            accepted=plan.totals()[0],
+        )
+        self.phase = "episode"
+        for episode_index in range(plan.episodes_per_batch):
+            if plan.is_done(batch.batch_index, episode_index):
+                continue
+            self.episode_index = episode_index
+            outcome = run_episode(
+                self.env, ctx, episode_index, initial_checks=initial, final_checks=final
+            )
+            self.append(outcome.events)
+            plan.record_done(
+                batch.batch_index,
+                episode_index,
+                EpisodeRecord(outcome.accepted, outcome.committed, True),
+            )
+            self._log_episode(batch.batch_index, episode_index, outcome)
+            bar.update(1)
+            bar.set_postfix(
+                batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
+                accepted=plan.totals()[0],
+            )
+        self.episode_index = None
+        self.phase = "finish_batch"
+        accepted, attempted = plan.batch_counts(batch.batch_index)
+        self.append(
+            [
+                (
+                    "BatchFinished",
+                    {
+                        "batch_index": batch.batch_index,
+                        "accepted": accepted,
+                        "attempted": attempted,
+                    },
+                )
+            ]
+        )
+
+    def _log_episode(self, batch_index: int, episode_index: int, outcome: Any) -> None:
+        judged = next(p for kind, p in outcome.events if kind == "EpisodeJudged")
+        log.info(
+            "episode_judged",
+            run_id=self.run_id,
+            batch_index=batch_index,
+            episode_index=episode_index,
+            accepted=outcome.accepted,
+            reason=judged["reason"],
+        )
+        if outcome.committed is not None:
+            log.info(
+                "trajectory_committed",
+                run_id=self.run_id,
+                batch_index=batch_index,
+                episode_index=episode_index,
+                path=outcome.committed["path"],
+                bytes=outcome.committed["bytes"],
+                sha256=outcome.committed["sha256"],
+            )
+
+    # ------------------------------------------------------------------ endings
+
+    def close_environment(self) -> None:
+        """Close once; record whether it worked. A close failure propagates."""
+        if self.env is None:
+            return
+        env, self.env = self.env, None
+        self.phase = "close_environment"
+        try:
+            env.close()
+        except BaseException as error:
+            self.append([self._closed_event(error)])
+            raise
+        self.append([self._closed_event(None)])
+
+    def _closed_event(self, error: BaseException | None) -> tuple[str, dict[str, Any]]:
+        return (
+            "EnvironmentClosed",
+            {
+                "session_id": self.session.session_id,
+                "ok": error is None,
+                "error_type": None if error is None else type(error).__name__,
+                "detail": None if error is None else str(error),
+            },
+        )
+
+    def fail(self, error: BaseException) -> None:
+        """Close the environment, append `RunFailed`; attach any secondary failure as a note."""
+        can_append = not isinstance(error, SessionLost) and self.session._lost is None
+        if self.env is not None:
+            env, self.env = self.env, None
+            close_error: BaseException | None = None
+            try:
+                env.close()
+            except BaseException as exc:
+                close_error = exc
+                error.add_note(
+                    f"Environment close also failed: {type(exc).__name__}: {exc}"
+                )
+            if can_append:
+                closed = self._closed_event(close_error)
+                self._append_secondary(error, [closed], "EnvironmentClosed")
+        if not can_append:
+            return
+        failed = {
+            "phase": self.phase,
+            "error_type": type(error).__name__,
+            "detail": str(error),
+            "traceback": "".join(traceback.format_exception(error)),
+            "batch_index": self.batch_index,
+            "episode_index": self.episode_index,
+        }
+        self._append_secondary(error, [("RunFailed", failed)], "RunFailed")
+        log.error(
+            "collection_failed",
+            run_id=self.run_id,
+            phase=self.phase,
+            error_type=type(error).__name__,
+            detail=str(error),
+            batch_index=self.batch_index,
+            episode_index=self.episode_index,
+        )
+
+    def _append_secondary(
+        self, error: BaseException, events: list[tuple[str, dict[str, Any]]], what: str
+    ) -> None:
+        try:
+            # An interrupted append may or may not have committed: re-read the version.
+            self.version = self.store.state(self.run_id).version
+            self.append(events)
+        except BaseException as exc:
+            error.add_note(f"Recording {what} also failed: {type(exc).__name__}: {exc}")
+
+
+def run_collection(
+    run_id: str,
+    *,
+    store: Any,
+    session: CollectorSession,
+    initial_checks: Sequence[CheckSpec] | None = None,
+    final_checks: Sequence[CheckSpec] | None = None,
+    environment_factory: EnvironmentFactory | None = None,
+    episodes_per_batch: int | None = None,
+    progress: bool = True,
+    verified: bool = False,
+) -> CollectionResult:
+    """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
+
+    Used by :func:`collect` for a prepared run and by ``resume`` for an interrupted one.
+    Committed trajectories are verified against disk first unless the caller did so.
+    """
+    initial = _check_specs(initial_checks, "initial_checks")
+    final = _check_specs(final_checks, "final_checks")
+    factory = environment_factory or default_environment_factory
+    if not callable(factory):
+        raise CollectionRefused("environment_factory must be callable")
+    events = store.read(run_id)
+    plan = read_plan(run_id, events, episodes_per_batch=episodes_per_batch)
+    committed = plan.committed()
+    if not verified:
+        verify_committed(run_id, plan.output_dir, committed)
+    unlogged = unlogged_recordings(run_id, plan.output_dir, committed)
+    collector = _Collector(
+        store,
+        session,
+        plan,
+        events[-1].seq,
+        initial_checks=initial,
+        final_checks=final,
+        factory=factory,
+        progress=progress,
+    )
+    path = report_path_of(plan)
+    try:
+        collector.run()
+    except BaseException as error:
+        collector.fail(error)
+        try:
+            write_report(store, run_id, path)
+        except BaseException as report_error:
+            error.add_note(
+                f"Collection report also failed: {type(report_error).__name__}: {report_error}"
+            )
+        raise
+    report = write_report(store, run_id, path)
+    return result_from_report(run_id, report, path, unlogged)
+
+
+def end_session(session: CollectorSession, error: BaseException | None) -> None:
+    """Release the lease; a failure to do so is a note on ``error`` (or raised if none)."""
+    try:
+        session.close()
+    except BaseException as release_error:
+        if error is None:
+            raise
+        error.add_note(f"Releasing the run lease also failed: {release_error}")
+
+
+def collect(
+    run_id: str,
+    *,
+    store: Any,
+    initial_checks: Sequence[CheckSpec] | None = None,
+    final_checks: Sequence[CheckSpec] | None = None,
+    environment_factory: EnvironmentFactory | None = None,
+    episodes_per_batch: int | None = None,
+    progress: bool = True,
+) -> CollectionResult:
+    """Collect a prepared run: every batch, `episodes_per_batch` episodes each.
+
+    The lease is taken first, so a second `collect`/`resume` of the same run while this one
+    is alive is refused with ``LeaseHeld`` naming this session. An interrupted or failed
+    collection is continued with ``runtime.resume.resume``, never with ``collect``.
+    """
+    session = CollectorSession.open(store, run_id)
+    try:
+        state = store.state(run_id)
+        if state.state != "prepared":
+            hint = (
+                "use resume to continue it"
+                if state.state in ("collecting", "failed", "preparing")
+                else "there is nothing left to collect"
+            )
+            raise CollectionRefused(f"run {run_id} is {state.state}, not prepared; {hint}")
+        result = run_collection(
+            run_id,
+            store=store,
+            session=session,
+            initial_checks=initial_checks,
+            final_checks=final_checks,
+            environment_factory=environment_factory,
+            episodes_per_batch=episodes_per_batch,
+            progress=progress,
+        )
+    except BaseException as error:
+        end_session(session, error)
+        raise
+    end_session(session, None)
+    return result
+
+
+__all__ = [
+    "AssetcastError",
+    "BatchOutcome",
+    "CollectionRefused",
+    "CollectionResult",
+    "EpisodeOutcome",
+    "collect",
+    "default_environment_factory",
+    "run_collection",
+]

@@ -1,0 +1,159 @@
+"""One episode, from reset to the events that describe it.
+
+Nothing here touches the store: the episode produces its trajectory file (fsynced by
+``commit_trajectory``) and then the complete list of its events, which the collector appends
+in ONE transaction. So the log either knows the whole episode, including a receipt for a
+file that is already durable, or nothing of it (and resume re-runs it from its start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from domain.task import CheckSpec
+from runtime.collect_support.recordings import episode_file_name, to_log_path
+from runtime.seeds import episode_seed
+
+ACCEPTED = "accepted"
+INITIAL_CHECKS_FAILED = "initial_checks_failed"
+PROGRAM_INCOMPLETE = "program_incomplete"
+FINAL_CHECKS_FAILED = "final_checks_failed"
+RECORDING_DISABLED = "recording_disabled"
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """What an episode needs to know about its place in the run."""
+
+    batch_index: int
+    batch_seed: int
+    asset_set_id: str
+    manifest_sha256: str
+    manifest_roles: dict[str, Any]
+    output_dir: Path
+    recording_dir: Path | None  # None: recording disabled
+
+
+@dataclass(frozen=True)
+class EpisodeRun:
+    events: list[tuple[str, dict[str, Any]]]
+    accepted: bool
+    committed: dict[str, Any] | None
+
+
+def _sim() -> Any:
+    """The simulator package, imported lazily so planning and refusals stay cheap."""
+    import runtime.sim as sim
+
+    return sim
+
+
+def trajectory_metadata(ctx: EpisodeContext, episode_index: int, seed: int) -> dict[str, Any]:
+    """Provenance stored inside the trajectory file.
+
+    Only facts fixed by the task, the assets and the seed go in (never the run id, session,
+    host, path or time), so a resumed run writes byte-identical files to an uninterrupted one.
+    """
+    return {
+        "schema_version": 1,
+        "batch_index": ctx.batch_index,
+        "episode_index": episode_index,
+        "batch_seed": ctx.batch_seed,
+        "episode_seed": seed,
+        "asset_set_id": ctx.asset_set_id,
+        "manifest_sha256": ctx.manifest_sha256,
+        "roles": ctx.manifest_roles,
+    }
+
+
+def run_episode(
+    env: Any,
+    ctx: EpisodeContext,
+    episode_index: int,
+    *,
+    initial_checks: Sequence[CheckSpec],
+    final_checks: Sequence[CheckSpec],
+) -> EpisodeRun:
+    """Reset, check, execute, judge and commit-or-discard one episode; return its events."""
+    sim = _sim()
+    b, j = ctx.batch_index, episode_index
+    seed = episode_seed(ctx.batch_seed, j)
+    env.reset(seed)
+    initial = tuple(env.run_checks(initial_checks))
+    initial_passed = bool(sim.checks_accept(initial))
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("EpisodeStarted", {"batch_index": b, "episode_index": j, "seed": seed}),
+        (
+            "InitialChecked",
+            {
+                "batch_index": b,
+                "episode_index": j,
+                "passed": initial_passed,
+                "checks": [c.to_dict() for c in initial],
+            },
+        ),
+    ]
+    recorder = None
+    final: tuple[Any, ...] = ()
+    if not initial_passed:
+        reason = INITIAL_CHECKS_FAILED
+    else:
+        if ctx.recording_dir is not None:
+            recorder = sim.TrajectoryRecorder.for_environment(env)
+        program = env.run_program(recorder)
+        events.append(
+            (
+                "EpisodeExecuted",
+                {
+                    "batch_index": b,
+                    "episode_index": j,
+                    "completed": bool(program.completed),
+                    "steps": int(program.steps),
+                    "skills": [s.to_dict() for s in program.skills],
+                    "detail": str(program.detail),
+                },
+            )
+        )
+        if not program.completed:
+            reason = PROGRAM_INCOMPLETE
+        else:
+            final = tuple(env.run_checks(final_checks))
+            reason = ACCEPTED if sim.checks_accept(final) else FINAL_CHECKS_FAILED
+    accepted = reason == ACCEPTED
+    events.append(
+        (
+            "EpisodeJudged",
+            {
+                "batch_index": b,
+                "episode_index": j,
+                "accepted": accepted,
+                "checks": [c.to_dict() for c in final],
+                "reason": reason,
+            },
+        )
+    )
+    committed: dict[str, Any] | None = None
+    if accepted and recorder is not None and ctx.recording_dir is not None:
+        payload = recorder.to_payload(trajectory_metadata(ctx, j, seed))
+        receipt = sim.commit_trajectory(payload, ctx.recording_dir / episode_file_name(b, j))
+        committed = {
+            "batch_index": b,
+            "episode_index": j,
+            "path": to_log_path(ctx.output_dir, Path(receipt.path)),
+            "bytes": int(receipt.bytes),
+            "sha256": str(receipt.sha256),
+        }
+        events.append(("TrajectoryCommitted", committed))
+    else:
+        discard = RECORDING_DISABLED if accepted else reason
+        events.append(
+            ("TrajectoryDiscarded", {"batch_index": b, "episode_index": j, "reason": discard})
+        )
+    # The recorder's buffers are dropped here; the next episode starts from env.reset(seed),
+    # so nothing of this episode carries over. That release is the "reset submitted" fact.
+    del recorder
+    events.append(("ResetSubmitted", {"batch_index": b, "episode_index": j}))
+    return EpisodeRun(events, accepted, committed)

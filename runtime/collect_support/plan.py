@@ -1,0 +1,166 @@
+"""What a collection session has left to do, read from the run's event log alone.
+
+The log is the only memory between sessions: which deployments preparation produced (and the
+manifest digest each must still match), the configuration the run was created with, the
+episodes-per-batch and recording choice fixed by the *first* collection session, and which
+episodes are already done (their commit-or-discard is logged). Anything less than done is
+re-run from its start, which is exactly the grammar the fold enforces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from domain.errors import AssetcastInputError
+from runtime.seeds import batch_seed
+
+
+class CollectionRefused(AssetcastInputError):
+    """The run cannot be collected as asked (wrong state, conflicting options, no batches)."""
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    batch_index: int
+    asset_set_id: str
+    seed: int
+    deployment_path: Path
+    manifest_sha256: str
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """A done episode as the log knows it."""
+
+    accepted: bool
+    committed: Mapping[str, Any] | None  # TrajectoryCommitted payload
+    reset_submitted: bool
+
+
+@dataclass
+class CollectionPlan:
+    run_id: str
+    goal: str
+    output_dir: Path
+    config: Mapping[str, Any]
+    batches: tuple[BatchPlan, ...]
+    episodes_per_batch: int
+    record_trajectory: bool
+    done: dict[tuple[int, int], EpisodeRecord] = field(default_factory=dict)
+    finished_batches: set[int] = field(default_factory=set)
+    sessions: int = 0
+
+    @property
+    def settle_steps(self) -> int:
+        return int(self.config.get("settle_steps", 0))
+
+    def pending_batches(self) -> tuple[BatchPlan, ...]:
+        return tuple(b for b in self.batches if b.batch_index not in self.finished_batches)
+
+    def is_done(self, batch_index: int, episode_index: int) -> bool:
+        return (batch_index, episode_index) in self.done
+
+    def batch_counts(self, batch_index: int) -> tuple[int, int]:
+        """(accepted, attempted) over every done episode of the batch, across sessions."""
+        records = [r for (b, _), r in self.done.items() if b == batch_index]
+        return sum(1 for r in records if r.accepted), len(records)
+
+    def totals(self) -> tuple[int, int]:
+        records = list(self.done.values())
+        return sum(1 for r in records if r.accepted), len(records)
+
+    def committed(self) -> dict[tuple[int, int], Mapping[str, Any]]:
+        return {key: r.committed for key, r in self.done.items() if r.committed is not None}
+
+    def record_done(self, batch_index: int, episode_index: int, record: EpisodeRecord) -> None:
+        self.done[(batch_index, episode_index)] = record
+
+
+def _payloads(events: Sequence[Any], kind: str) -> list[Mapping[str, Any]]:
+    return [e.payload for e in events if e.type == kind]
+
+
+def read_plan(
+    run_id: str, events: Sequence[Any], *, episodes_per_batch: int | None = None
+) -> CollectionPlan:
+    """Build the plan; ``episodes_per_batch`` may override the config only before collection."""
+    created = _payloads(events, "RunCreated")
+    if not created:
+        raise CollectionRefused(f"run {run_id}: the log has no RunCreated event")
+    run = created[0]
+    config: Mapping[str, Any] = run["config"]
+    deployments = {int(p["batch_index"]): p for p in _payloads(events, "DeploymentMaterialized")}
+    if not deployments:
+        raise CollectionRefused(f"run {run_id}: preparation materialized no deployment")
+    output_dir = Path(run["output_dir"])
+    base_seed = int(config.get("seed", 0))
+    batches = []
+    for index in sorted(deployments):
+        item = deployments[index]
+        path = Path(item["deployment_path"])
+        batches.append(
+            BatchPlan(
+                batch_index=index,
+                asset_set_id=item["asset_set_id"],
+                seed=batch_seed(base_seed, index),
+                deployment_path=path if path.is_absolute() else output_dir / path,
+                manifest_sha256=item["manifest_sha256"],
+            )
+        )
+    started = _payloads(events, "CollectionStarted")
+    fixed_episodes = int(config.get("episodes_per_batch", 1))
+    record = bool(config.get("record_trajectory", True))
+    if started:
+        fixed_episodes = int(started[0]["episodes_per_batch"])
+        record = bool(started[0]["record_trajectory"])
+        if episodes_per_batch is not None and episodes_per_batch != fixed_episodes:
+            raise CollectionRefused(
+                f"run {run_id}: episodes_per_batch is fixed at {fixed_episodes} by its first "
+                f"collection session, got {episodes_per_batch}"
+            )
+    elif episodes_per_batch is not None:
+        if type(episodes_per_batch) is not int or not 1 <= episodes_per_batch <= 1_000_000:
+            raise CollectionRefused(
+                f"episodes_per_batch must be an integer in [1, 1000000], got {episodes_per_batch!r}"
+            )
+        fixed_episodes = episodes_per_batch
+    plan = CollectionPlan(
+        run_id=run_id,
+        goal=str(run.get("goal", "prepare")),
+        output_dir=output_dir,
+        config=config,
+        batches=tuple(batches),
+        episodes_per_batch=fixed_episodes,
+        record_trajectory=record,
+        sessions=len(started),
+    )
+    _read_episodes(plan, events)
+    return plan
+
+
+def _read_episodes(plan: CollectionPlan, events: Sequence[Any]) -> None:
+    judged: dict[tuple[int, int], bool] = {}
+    committed: dict[tuple[int, int], Mapping[str, Any]] = {}
+    for event in events:
+        p = event.payload
+        if event.type == "EpisodeStarted":
+            key = (int(p["batch_index"]), int(p["episode_index"]))
+            judged.pop(key, None)
+            committed.pop(key, None)
+            plan.done.pop(key, None)
+        elif event.type == "EpisodeJudged":
+            judged[(int(p["batch_index"]), int(p["episode_index"]))] = bool(p["accepted"])
+        elif event.type in ("TrajectoryCommitted", "TrajectoryDiscarded"):
+            key = (int(p["batch_index"]), int(p["episode_index"]))
+            receipt = dict(p) if event.type == "TrajectoryCommitted" else None
+            plan.done[key] = EpisodeRecord(judged.get(key, False), receipt, False)
+        elif event.type == "ResetSubmitted":
+            key = (int(p["batch_index"]), int(p["episode_index"]))
+            if key in plan.done:
+                record = plan.done[key]
+                plan.done[key] = EpisodeRecord(record.accepted, record.committed, True)
+        elif event.type == "BatchFinished":
+            plan.finished_batches.add(int(p["batch_index"]))

@@ -1,0 +1,126 @@
+"""Resume: finish what a run set out to do after a crash or a failure.
+
+`RunCreated.goal` says what the run was for: ``prepare`` stops at *prepared*, ``run`` goes on
+through collection. The log says how far it got. Resume takes the run's lease (refused while
+a live session holds it; a dead or expired holder is taken over), records `RunResumed`, and
+continues from the phase that was interrupted:
+
+* preparing (crashed or failed): ``runtime.prepare.resume_preparation`` (which records its
+  own `RunResumed`), then collection if the goal is ``run``;
+* prepared with goal ``run`` (crashed between preparing and collecting): collection;
+* collecting (crashed) or failed while collecting: collection continues. Every committed
+  trajectory is verified against disk *before* anything is appended; a missing or altered
+  one stops the resume with :class:`CommittedTrajectoryMissing` (the data loss must be seen,
+  not papered over by re-collecting). Done episodes are skipped, the interrupted one is re-run
+  from its start, and the remaining batches are collected on a freshly built environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from domain.errors import AssetcastInputError
+from runtime.collect import CollectionResult, collect, end_session, run_collection
+from runtime.collect_support.plan import read_plan
+from runtime.collect_support.recordings import verify_committed
+from runtime.session import CollectorSession
+from store.records import NewEvent
+
+log = structlog.get_logger(__name__)
+
+
+class NothingToResume(AssetcastInputError):
+    """The run is finished (completed, or prepared when preparing was all it was for)."""
+
+
+def _phase(state: Any) -> str:
+    return state.failed_from if state.state == "failed" else state.state
+
+
+def resume(
+    run_id: str,
+    *,
+    store: Any,
+    providers_by_role: Mapping[str, Any] | None = None,
+    **collect_kwargs: Any,
+) -> Any:
+    """Continue ``run_id``; returns a ``CollectionResult`` (or a ``PreparationResult`` when the
+    run's goal was only ``prepare``). ``collect_kwargs`` are those of ``collect``."""
+    state = store.state(run_id)
+    goal = state.goal
+    if state.state == "completed":
+        raise NothingToResume(f"run {run_id} is already completed")
+    phase = _phase(state)
+    if phase == "preparing":
+        from runtime.prepare import resume_preparation
+
+        prepared = resume_preparation(run_id, store=store, providers_by_role=providers_by_role)
+        if goal != "run":
+            return prepared
+        return collect(run_id, store=store, **collect_kwargs)
+    if state.state == "prepared":
+        if goal != "run":
+            raise NothingToResume(
+                f"run {run_id} is already prepared, which is all its goal "
+                f"'{goal}' asked for; use collect to collect it"
+            )
+        return collect(run_id, store=store, **collect_kwargs)
+    if phase not in ("prepared", "collecting"):
+        raise NothingToResume(f"run {run_id} is {state.state} and cannot be resumed")
+    return _resume_collection(run_id, store=store, **collect_kwargs)
+
+
+def _resume_collection(run_id: str, *, store: Any, **collect_kwargs: Any) -> Any:
+    """Failed-from-prepared or collecting/failed-from-collecting: RunResumed, then collect."""
+    session = CollectorSession.open(store, run_id)
+    try:
+        result = _resume_under_lease(run_id, store=store, session=session, **collect_kwargs)
+    except BaseException as error:
+        end_session(session, error)
+        raise
+    end_session(session, None)
+    return result
+
+
+def _resume_under_lease(
+    run_id: str, *, store: Any, session: CollectorSession, **collect_kwargs: Any
+) -> Any:
+    # Re-read under the lease: the run may have moved on while we waited for it.
+    state = store.state(run_id)
+    phase = _phase(state)
+    if state.state == "completed" or phase not in ("prepared", "collecting"):
+        raise NothingToResume(f"run {run_id} is {state.state} and cannot be resumed here")
+    events = store.read(run_id)
+    plan = read_plan(run_id, events, episodes_per_batch=collect_kwargs.get("episodes_per_batch"))
+    verify_committed(run_id, plan.output_dir, plan.committed())
+    from_state, to_state = state.state, phase
+    if from_state != "prepared":  # prepared->prepared is not a transition; nothing to record
+        store.append(
+            run_id,
+            [
+                NewEvent(
+                    "RunResumed",
+                    {**session.identity(), "from_state": from_state, "to_state": to_state},
+                )
+            ],
+            expected_version=state.version,
+        )
+    log.info(
+        "run_resumed",
+        run_id=run_id,
+        session_id=session.session_id,
+        from_state=from_state,
+        to_state=to_state,
+        done_episodes=len(plan.done),
+        committed=len(plan.committed()),
+    )
+    if to_state == "prepared" and plan.goal != "run":
+        log.info("resume_stops_at_prepared", run_id=run_id, goal=plan.goal)
+        return None
+    result: CollectionResult = run_collection(
+        run_id, store=store, session=session, verified=True, **collect_kwargs
+    )
+    return result
