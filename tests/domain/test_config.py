@@ -53,7 +53,9 @@ def test_invalid_field_is_named(field: str, value: object, message: str) -> None
 
 
 def test_batch_seeds_must_stay_in_uint32() -> None:
-    with pytest.raises(ConfigError, match=r"^max_batches: the last batch seed .* exceeds 4294967295$"):
+    with pytest.raises(
+        ConfigError, match=r"^max_batches: the last batch seed .* exceeds 4294967295$"
+    ):
         CollectionConfig(seed=2**32 - 1, max_batches=2)
 
 
