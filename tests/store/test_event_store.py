@@ -1,0 +1,221 @@
+"""Append legality, optimistic concurrency, atomicity, immutability, schema errors on read."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from domain.errors import (
+    ConcurrencyError,
+    EventSchemaError,
+    IllegalTransition,
+    UnknownRun,
+)
+from store import EventStore, InMemoryEventStore, NewEvent
+from tests.store.eventgen import (
+    batch_started,
+    collection_started,
+    created,
+    episode,
+    legal_run,
+    preparation,
+)
+
+
+@pytest.fixture(params=["sql", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    if request.param == "memory":
+        yield InMemoryEventStore()
+        return
+    s = EventStore(f"sqlite:///{tmp_path / 'p.db'}")
+    yield s
+    s.close()
+
+
+def collecting(store, run_id: str = "r") -> int:
+    return store.append(
+        run_id, [created(run_id), *preparation(1), collection_started(), batch_started(0)],
+        expected_version=0,
+    )
+
+
+def file_path(url: str) -> str:
+    return url.removeprefix("sqlite:///")
+
+
+def test_append_read_and_state(store) -> None:
+    events = list(legal_run("r", batches=1, episodes=2))
+    assert store.append("r", events, expected_version=0) == len(events)
+    recorded = store.read("r")
+    assert [e.seq for e in recorded] == list(range(1, len(events) + 1))
+    assert recorded[0].payload == events[0].payload and recorded[0].recorded_at.tzinfo
+    assert [e.seq for e in store.read("r", after_seq=5)][0] == 6
+    assert store.state("r").state == "completed"
+    (summary,) = store.list_runs()
+    assert (summary.run_id, summary.state, summary.version) == ("r", "completed", len(events))
+
+
+def test_illegal_event_on_append_names_run_seq_type_state(store) -> None:
+    version = store.append("r", [created("r")], expected_version=0)
+    with pytest.raises(
+        IllegalTransition,
+        match=r"run 'r' seq 2: EpisodeStarted is illegal in state preparing",
+    ):
+        store.append("r", episode(0, 0)[:1], expected_version=version)
+    assert len(store.read("r")) == 1
+
+
+def test_batch_with_illegal_event_in_the_middle_writes_nothing(store) -> None:
+    version = collecting(store)
+    ep = episode(0, 0)
+    bad = [*ep[:2], ep[4], *ep[2:]]  # a commit before execution and judgement
+    with pytest.raises(IllegalTransition, match=r"seq 10: TrajectoryCommitted"):
+        store.append("r", bad, expected_version=version)
+    assert len(store.read("r")) == version
+    assert store.state("r").version == version and not store.state("r").episodes
+    # the cached fold was not corrupted: the legal batch still goes through
+    assert store.append("r", ep, expected_version=version) == version + 6
+
+
+def test_stale_expected_version_raises_and_writes_nothing(store) -> None:
+    version = collecting(store)
+    store.append("r", episode(0, 0)[:1], expected_version=version)
+    with pytest.raises(ConcurrencyError, match=r"run 'r': expected version 7 .* version 8"):
+        store.append("r", episode(0, 0)[:1], expected_version=version)
+    with pytest.raises(ConcurrencyError, match="already exists"):
+        store.append("r", [created("r")], expected_version=0)
+    assert len(store.read("r")) == version + 1
+
+
+def test_unknown_run(store) -> None:
+    with pytest.raises(UnknownRun, match="unknown run 'nope'"):
+        store.state("nope")
+    with pytest.raises(UnknownRun, match="unknown run 'nope'"):
+        store.read("nope")
+    with pytest.raises(UnknownRun, match="unknown run 'nope'"):
+        store.append("nope", episode(0, 0)[:1], expected_version=3)
+
+
+def test_concurrency_between_two_store_objects_on_one_file(db_url: str) -> None:
+    a, b = EventStore(db_url), EventStore(db_url)
+    version = collecting(a)
+    assert b.state("r").version == version  # b has a cached fold at the same version
+    a.append("r", episode(0, 0)[:1], expected_version=version)
+    with pytest.raises(ConcurrencyError, match="another session appended first"):
+        b.append("r", episode(0, 0)[:1], expected_version=version)
+    # b refreshes incrementally and continues from the new version
+    assert b.state("r").open_episode == (0, 0)
+    assert b.append("r", episode(0, 0)[1:2], expected_version=version + 1) == version + 2
+    assert a.state("r").episodes[(0, 0)].initial_passed is True
+    assert [e.seq for e in a.read("r")] == list(range(1, version + 3))
+
+
+def test_cas_rejects_writer_whose_cache_missed_the_db(db_url: str) -> None:
+    """The fold cache says version N, the DB moved on: the version CAS must refuse."""
+    a, b = EventStore(db_url), EventStore(db_url)
+    version = collecting(a)
+    b.state("r")
+    a.append("r", episode(0, 0)[:1], expected_version=version)
+    # b's cached fold is still at the old version; bypass the refresh to hit the CAS.
+    folder = b._folds["r"]
+    assert folder.state.version == version
+    prepared = b._prepare("r", episode(0, 0)[:1], version)
+    folder.apply(prepared[0].seq, prepared[0].type, prepared[0].payload)
+    with pytest.raises(ConcurrencyError, match="is stale"):
+        b._write("r", prepared, version, folder.state)
+    assert len(a.read("r")) == version + 1
+
+
+def test_database_refuses_update_and_delete_of_events(sql_store: EventStore, db_url: str) -> None:
+    collecting(sql_store)
+    conn = sqlite3.connect(file_path(db_url))
+    with pytest.raises(sqlite3.IntegrityError, match="events are immutable: UPDATE refused"):
+        conn.execute("UPDATE events SET payload = '{}' WHERE seq = 1")
+    with pytest.raises(sqlite3.IntegrityError, match="events are immutable: DELETE refused"):
+        conn.execute("DELETE FROM events")
+    conn.close()
+    with sql_store.engine.connect() as c, pytest.raises(sa.exc.IntegrityError):
+        c.execute(sa.text("DELETE FROM events WHERE seq = 2"))
+    assert len(sql_store.read("r")) == 7
+
+
+def _inject(url: str, run_id: str, seq: int, event_type: str, payload: str, version: int) -> None:
+    conn = sqlite3.connect(file_path(url))
+    conn.execute(
+        "INSERT INTO events (run_id, seq, type, payload, recorded_at, schema_version) "
+        "VALUES (?, ?, ?, ?, '2026-01-01 00:00:00', ?)",
+        (run_id, seq, event_type, payload, version),
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_unknown_event_type_on_read_raises(sql_store: EventStore, db_url: str) -> None:
+    version = collecting(sql_store)
+    _inject(db_url, "r", version + 1, "EpisodeTeleported", "{}", 1)
+    with pytest.raises(EventSchemaError, match=r"run 'r' seq 8 'EpisodeTeleported': unknown"):
+        sql_store.read("r")
+    with pytest.raises(EventSchemaError, match="unknown event type"):
+        EventStore(db_url).state("r")
+
+
+def test_future_schema_version_on_read_raises(sql_store: EventStore, db_url: str) -> None:
+    version = collecting(sql_store)
+    _inject(db_url, "r", version + 1, "EpisodeStarted",
+            '{"batch_index":0,"episode_index":0,"seed":1}', 2)
+    with pytest.raises(EventSchemaError, match="seq 8 EpisodeStarted: schema_version 2 is newer"):
+        sql_store.state("r")
+
+
+def test_illegal_event_in_stored_log_raises_on_replay(sql_store: EventStore, db_url: str) -> None:
+    version = sql_store.append("r", [created("r")], expected_version=0)
+    _inject(db_url, "r", version + 1, "RunCompleted",
+            '{"accepted":0,"attempted":0,"batches":0}', 1)
+    with pytest.raises(
+        IllegalTransition, match=r"run 'r' seq 2: RunCompleted is illegal in state preparing"
+    ):
+        EventStore(db_url).state("r")
+
+
+def test_in_memory_store_also_refuses_bad_stored_rows() -> None:
+    mem = InMemoryEventStore()
+    mem.append("r", [created("r")], expected_version=0)
+    mem._inject("r", "Mystery", "{}", 1)
+    with pytest.raises(EventSchemaError, match="'Mystery': unknown event type"):
+        mem.state("r")
+
+
+def test_payloads_are_stored_as_canonical_json(sql_store: EventStore, db_url: str) -> None:
+    sql_store.append("r", [created("r")], expected_version=0)
+    conn = sqlite3.connect(file_path(db_url))
+    (text,) = conn.execute("SELECT payload FROM events").fetchone()
+    conn.close()
+    assert text.startswith('{"config":{"seed":0},"goal":"run",')
+
+
+def test_sqlite_connection_settings(sql_store: EventStore) -> None:
+    with sql_store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
+
+
+def test_default_url_comes_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ASSETCAST_DB", f"sqlite:///{tmp_path / 'env.db'}")
+    with EventStore() as s:
+        assert s.url.endswith("env.db")
+    monkeypatch.delenv("ASSETCAST_DB")
+    monkeypatch.chdir(tmp_path)
+    with EventStore() as s:
+        assert s.url == "sqlite:///assetcast.db"
+    assert (tmp_path / "assetcast.db").exists()
+
+
+def test_rejects_non_event_payload(store) -> None:
+    with pytest.raises(EventSchemaError, match=r"run 'r' seq 1 RunCreated: missing field"):
+        store.append("r", [NewEvent("RunCreated", {"run_id": "r"})], expected_version=0)
+    with pytest.raises(UnknownRun):
+        store.state("r")
