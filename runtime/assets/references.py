@@ -64,6 +64,20 @@ def _target(ref: str, referrer: str, files: Mapping[str, bytes], where: str) -> 
     return rel
 
 
+def _gltf_target(uri: str, referrer: str, files: Mapping[str, bytes], where: str) -> str:
+    """glTF URIs are percent-encoded by spec but some loaders use them verbatim: both
+    spellings must stay inside the package, and one of them must exist."""
+    base = posixpath.dirname(referrer)
+    spellings = [check_reference_path(uri, base, where=where)]
+    decoded = unquote(uri)
+    if decoded != uri:
+        spellings.append(check_reference_path(decoded, base, where=where))
+    for rel in spellings:
+        if rel in files:
+            return rel
+    raise AssetValidationError(f"{where}: referenced file {uri!r} is missing")
+
+
 def _text_lines(data: bytes) -> list[str]:
     return data.decode("utf-8", errors="replace").splitlines()
 
@@ -121,7 +135,7 @@ def _gltf_json_references(rel: str, doc: object) -> list[tuple[str, str]]:
                 raise AssetValidationError(f"{where}: must be a string")
             if uri.startswith("data:"):
                 continue
-            refs.append((unquote(uri), where))
+            refs.append((uri, where))
     return refs
 
 
@@ -161,8 +175,11 @@ def check_references(entry: str, files: Mapping[str, bytes]) -> list[str]:
             used.append(mtl)
             for tex, tex_where in _mtl_references(mtl, files[mtl]):
                 used.append(_target(tex, mtl, files, tex_where))
-    elif kind in ("gltf", "glb", "ply"):
-        parse = {"gltf": _gltf_references, "glb": _glb_references, "ply": _ply_references}[kind]
-        for ref, where in parse(entry, files[entry]):
+    elif kind == "ply":
+        for ref, where in _ply_references(entry, files[entry]):
             used.append(_target(ref, entry, files, where))
+    elif kind in ("gltf", "glb"):
+        parse = _gltf_references if kind == "gltf" else _glb_references
+        for uri, where in parse(entry, files[entry]):
+            used.append(_gltf_target(uri, entry, files, where))
     return sorted(set(used))
