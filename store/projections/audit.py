@@ -68,7 +68,7 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
     An episode that was judged but interrupted before its commit-or-discard is re-run on
     resume, so only the judgement that precedes the commit-or-discard counts.
     """
-    judged: dict[tuple[int, int], bool] = {}
+    judged: dict[tuple[int, int], tuple[bool, str]] = {}
     done: dict[tuple[int, int], dict[str, Any]] = {}
     for event in events:
         p = event.payload
@@ -77,11 +77,14 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
             judged.pop(key, None)
             done.pop(key, None)
         elif event.type == "EpisodeJudged":
-            judged[(int(p["batch_index"]), int(p["episode_index"]))] = bool(p["accepted"])
+            key = (int(p["batch_index"]), int(p["episode_index"]))
+            judged[key] = (bool(p["accepted"]), str(p.get("reason", "")))
         elif event.type in ("TrajectoryCommitted", "TrajectoryDiscarded"):
             key = (int(p["batch_index"]), int(p["episode_index"]))
+            accepted, judgement = judged.get(key, (False, "not judged"))
             done[key] = {
-                "accepted": judged.get(key, False),
+                "accepted": accepted,
+                "judgement": judgement,
                 "committed": event.type == "TrajectoryCommitted",
                 "path": p.get("path"),
                 "sha256": p.get("sha256"),
@@ -127,6 +130,7 @@ def _asset_entry(table: dict[tuple[str, str], dict[str, Any]], asset_id: str, sh
             "asset_id": asset_id,
             "content_sha256": sha,
             "roles": set(),
+            "prepared_for_roles": set(),
             "prepared_in_runs": set(),
             "runs": set(),
             "batches": [],
@@ -154,7 +158,7 @@ def _audit_run(
             identity_of[(p["role"], p["candidate_id"])] = ident
             by_asset_id[(p["role"], ident[0])] = ident
             entry = _asset_entry(assets, *ident)
-            entry["roles"].add(p["role"])
+            entry["prepared_for_roles"].add(p["role"])
             entry["prepared_in_runs"].add(run_id)
         elif event.type == "CandidateRejected":
             rejection = {
@@ -222,6 +226,7 @@ def audit_logs(logs: Mapping[str, Sequence[EventLike]]) -> dict[str, Any]:
     for key in sorted(assets):
         entry = assets[key]
         entry["roles"] = sorted(entry["roles"])
+        entry["prepared_for_roles"] = sorted(entry["prepared_for_roles"])
         entry["runs"] = sorted(entry["runs"])
         entry["prepared_in_runs"] = sorted(entry["prepared_in_runs"])
         entry["batches"].sort(key=lambda b: (b["run_id"], b["batch_index"], b["role"]))
