@@ -221,7 +221,7 @@ def _package_files(spec: _Spec) -> dict[str, bytes]:
 
 
 def write_demo_catalog(directory: str | Path) -> list[Path]:
-    """Write every demo package below ``directory``; return the package folders.
+    """Write every demo package below ``directory``; return the package folders, sorted.
 
     Re-writing into an existing catalog is a no-op when the bytes are identical;
     a package folder holding anything else is refused rather than overwritten.
@@ -244,7 +244,7 @@ def write_demo_catalog(directory: str | Path) -> list[Path]:
             for rel, data in sorted(files.items()):
                 (package / rel).write_bytes(data)
         written.append(package)
-    return written
+    return sorted(written)
 
 
 def check_catalog(directory: str | Path) -> list[CatalogCheck]:
