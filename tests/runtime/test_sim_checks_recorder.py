@@ -180,3 +180,35 @@ def test_recorder_requires_initial_observation() -> None:
         recorder.record([0.0], {})
     with pytest.raises(RuntimeError, match="nothing recorded"):
         recorder.to_payload({})
+
+
+_CHILD = """
+import sys
+from pathlib import Path
+from runtime.sim import TaskEnvironment, TrajectoryRecorder, commit_trajectory
+env = TaskEnvironment.from_deployment(Path(sys.argv[1]))
+env.reset(3)
+recorder = TrajectoryRecorder.for_environment(env)
+env.run_program(recorder)
+print(commit_trajectory(recorder.to_payload({"seed": 3}), Path(sys.argv[2])).sha256)
+"""
+
+
+def test_trajectory_bytes_are_identical_across_processes(
+    env: TaskEnvironment, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    env.reset(3)
+    recorder = TrajectoryRecorder.for_environment(env)
+    env.run_program(recorder)
+    here = commit_trajectory(recorder.to_payload({"seed": 3}), tmp_path / "here.pt")
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(env.deployment_dir), str(tmp_path / "child.pt")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert child.stdout.strip().splitlines()[-1] == here.sha256
