@@ -338,3 +338,50 @@ def test_empty_or_garbage_mesh(tmp_path: Path) -> None:
             files={"mesh.obj": b"# nothing\n"})
     _reject(tmp_path / "b", r"pkg/mesh\.stl: mesh could not be loaded|pkg/mesh\.stl: mesh is empty",
             files={"mesh.stl": b"\x00" * 10}, visual="mesh.stl")
+
+
+def test_file_removed_from_snapshot_is_rejected(tmp_path: Path) -> None:
+    asset = prepare(make_package(tmp_path / "pkg", files={"a.txt": b"a"}), tmp_path / "cache")
+    (Path(asset.snapshot_dir) / "a.txt").unlink()
+    with pytest.raises(AssetValidationError, match=r"a\.txt: file is missing from the snapshot"):
+        verify_prepared_asset(asset)
+
+
+def test_ply_texture_comment_must_stay_inside(tmp_path: Path) -> None:
+    header = (
+        b"ply\nformat ascii 1.0\ncomment TextureFile /home/x/tex.png\nelement vertex 3\n"
+        b"property float x\nproperty float y\nproperty float z\nelement face 1\n"
+        b"property list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n"
+    )
+    _reject(tmp_path, r"mesh\.ply:3: TextureFile: absolute path '/home/x/tex\.png'",
+            files={"mesh.ply": header}, visual="mesh.ply")
+
+
+def test_derived_pieces_are_deterministic(tmp_path: Path) -> None:
+    package = make_package(tmp_path / "pkg")
+    first = prepare(package, tmp_path / "cache1")
+    second = prepare(package, tmp_path / "cache2")
+    assert first.derived_files == second.derived_files
+    assert first.snapshot_dict() == second.snapshot_dict()
+
+
+def test_losing_a_preparation_race_reuses_the_winner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runtime.assets.cache as cache_module
+
+    package = make_package(tmp_path / "pkg")
+    real_build = cache_module._build
+    calls: list[int] = []
+
+    def build_then_lose(*args: Any, **kwargs: Any) -> PreparedAsset:
+        asset = real_build(*args, **kwargs)
+        if not calls:
+            calls.append(1)
+            prepare(package, tmp_path / "cache")  # a concurrent preparer finishes first
+        return asset
+
+    monkeypatch.setattr(cache_module, "_build", build_then_lose)
+    asset = prepare(package, tmp_path / "cache")
+    verify_prepared_asset(asset)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [asset.content_sha256]
