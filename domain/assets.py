@@ -13,9 +13,8 @@ Everything here is pure (no file I/O); providers and the cache live in
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from domain.canonical import canonical_json
@@ -39,6 +38,33 @@ _DESCRIPTOR_FIELDS = (
     "provenance",
     "normalized",
 )
+
+
+class FrozenMap(Mapping[str, Any]):
+    """Read-only, hashable, picklable mapping (``MappingProxyType`` cannot be copied)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+        self._data = dict(data or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._data.items()))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (self._data,))
 
 
 def _fail(path: str, message: str, source: str | None) -> AssetValidationError:
@@ -96,7 +122,7 @@ def _freeze_json(value: Any, path: str, source: str | None) -> Any:
         return value if isinstance(value, int) else _finite(value, path, source)
     if isinstance(value, Mapping):
         _require_mapping(value, path, source)
-        return MappingProxyType(
+        return FrozenMap(
             {k: _freeze_json(v, f"{path}.{k}", source) for k, v in sorted(value.items())}
         )
     if isinstance(value, list | tuple):
@@ -128,7 +154,7 @@ def _attributes(value: Any, path: str, source: str | None) -> Mapping[str, JsonS
                 source,
             )
         out[key] = item
-    return MappingProxyType(out)
+    return FrozenMap(out)
 
 
 def _names(value: Any, path: str, source: str | None) -> tuple[str, ...]:
@@ -487,9 +513,9 @@ class PreparedAsset:
     source_locator: str
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "files", MappingProxyType(dict(sorted(self.files.items()))))
+        object.__setattr__(self, "files", FrozenMap(dict(sorted(self.files.items()))))
         object.__setattr__(
-            self, "derived_files", MappingProxyType(dict(sorted(self.derived_files.items())))
+            self, "derived_files", FrozenMap(dict(sorted(self.derived_files.items())))
         )
         object.__setattr__(self, "collision_pieces", tuple(self.collision_pieces))
 

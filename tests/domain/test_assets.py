@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 from typing import Any
 
 import pytest
@@ -61,6 +62,8 @@ def test_constructor_and_decoder_agree_and_values_are_frozen() -> None:
     assert hash(built) == hash(AssetDescriptor.from_dict(bin_descriptor()))
     with pytest.raises(TypeError):
         built.attributes["open_top"] = False  # type: ignore[index]
+    assert copy.deepcopy(built) == built
+    assert pickle.loads(pickle.dumps(built)) == built
 
 
 def _mutated(path: list[Any], value: Any) -> dict[str, Any]:
