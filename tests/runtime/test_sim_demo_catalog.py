@@ -63,3 +63,31 @@ def test_demo_catalog_pairs(
     final = env.run_checks(env.task.checks.final)
     assert final[0].name == "inside_region" and final[0].status == inside
     assert env.asset_identities()["bin"]["asset_id"] == bin_
+
+
+def test_place_on_platform_support_region(prepared: tuple[Path, dict[str, str]]) -> None:
+    root, relpaths = prepared
+    folder = root / "support"
+    folder.mkdir()
+    mapping = task_mapping(
+        {"package": "../" + relpaths["block-040"]},
+        {"package": "../" + relpaths["platform-200x200"]},
+        program=[
+            {"skill": "pick", "object": "item"},
+            {"skill": "place", "object": "item", "target": "bin", "relation": "supported_by"},
+        ],
+        final_checks=[
+            {"check": "on_region", "object": "item", "target": "bin"},
+            "at_rest",
+            {"check": "target_upright", "target": "bin"},
+            {"check": "inside_region", "object": "item", "target": "bin"},
+        ],
+    )
+    (folder / "task.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
+    env = TaskEnvironment.from_deployment(folder)
+    env.reset(2)
+    assert env.run_program(None).completed
+    final = env.run_checks(env.task.checks.final)
+    assert [c.status for c in final] == ["passed", "passed", "passed", "unavailable"]
+    assert final[3].detail == "target 'bin' declares no container_region"
+    assert not checks_accept(final)
