@@ -130,7 +130,11 @@ class StoreCore:
             raise ValueError("expected_version must be >= 0")
         prepared = self._prepare(run_id, events, expected_version)
         with self._lock:
-            folder = self._refresh(run_id) if expected_version else Folder(run_id)
+            folder = self._folds.get(run_id) if expected_version else Folder(run_id)
+            if folder is None or folder.state.version != expected_version:
+                # Only read when the cache cannot already be at the expected version; if
+                # it is but the log moved on, the backend's version check refuses.
+                folder = self._refresh(run_id)
             current = folder.state.version
             if current != expected_version:
                 if current == 0 and not self._run_exists(run_id):

@@ -1,0 +1,193 @@
+"""Event store throughput and fold time, next to raw sqlite3 and eventsourcing.
+
+Prints appends/s for durable 1-event and 50-event transactions through
+``EventStore`` (SQLite, WAL, synchronous=FULL), raw ``sqlite3`` executemany into an
+equivalent table with the same PRAGMAs, and the eventsourcing library's SQLite
+aggregate recorder; then the time to fold a ~100k-event run read from the store.
+Goals: batched appends within 2x of raw sqlite3; fold of 100k events < 2 s.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: tests.store.eventgen
+
+from domain.canonical import canonical_json  # noqa: E402
+from store import EventStore  # noqa: E402
+from tests.store.eventgen import (  # noqa: E402
+    batch_started,
+    collection_started,
+    created,
+    episode,
+    legal_run,
+    preparation,
+)
+
+ONE_TXNS = 300
+BATCH_TXNS = 60
+BATCH = 50
+
+
+def _episode_stream(start: int = 0):
+    """An endless legal stream of episode events for batch 0."""
+    e = start
+    while True:
+        yield from episode(0, e, accepted=e % 2 == 0)
+        e += 1
+
+
+def _setup_run(store: EventStore, run_id: str) -> int:
+    return store.append(
+        run_id, [created(run_id), *preparation(1), collection_started(), batch_started(0)],
+        expected_version=0,
+    )
+
+
+def bench_event_store(tmp: Path, per_txn: int, txns: int) -> float:
+    store = EventStore(f"sqlite:///{tmp / f'es_{per_txn}.db'}")
+    version = _setup_run(store, "r")
+    stream = _episode_stream()
+    chunks = [[next(stream) for _ in range(per_txn)] for _ in range(txns)]
+    t0 = time.perf_counter()
+    for chunk in chunks:
+        version = store.append("r", chunk, expected_version=version)
+    elapsed = time.perf_counter() - t0
+    store.close()
+    return txns / elapsed
+
+
+RAW_SCHEMA = """
+CREATE TABLE events (
+    position INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    run_id VARCHAR(200) NOT NULL, seq INTEGER NOT NULL, type VARCHAR(64) NOT NULL,
+    payload TEXT NOT NULL, recorded_at DATETIME NOT NULL, schema_version INTEGER NOT NULL,
+    CONSTRAINT uq_events_run_seq UNIQUE (run_id, seq))
+"""
+
+
+def bench_raw_sqlite(tmp: Path, per_txn: int, txns: int) -> float:
+    conn = sqlite3.connect(tmp / f"raw_{per_txn}.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(RAW_SCHEMA)
+    stream = _episode_stream()
+    chunks = [[next(stream) for _ in range(per_txn)] for _ in range(txns)]
+    seq = 0
+    t0 = time.perf_counter()
+    for chunk in chunks:
+        rows = []
+        for event in chunk:
+            seq += 1
+            rows.append(("r", seq, event.type, canonical_json(event.payload),
+                         "2026-01-01 00:00:00", 1))
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO events (run_id, seq, type, payload, recorded_at, schema_version) "
+            "VALUES (?, ?, ?, ?, ?, ?)", rows,
+        )
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - t0
+    conn.close()
+    return txns / elapsed
+
+
+def bench_eventsourcing(tmp: Path, per_txn: int, txns: int) -> float:
+    from eventsourcing.persistence import StoredEvent
+    from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
+
+    datastore = SQLiteDatastore(str(tmp / f"evs_{per_txn}.db"))
+    recorder = SQLiteAggregateRecorder(datastore)
+    recorder.create_table()
+    originator = uuid.uuid4()
+    stream = _episode_stream()
+    chunks = [[next(stream) for _ in range(per_txn)] for _ in range(txns)]
+    version = 0
+    t0 = time.perf_counter()
+    for chunk in chunks:
+        stored = []
+        for event in chunk:
+            version += 1
+            stored.append(StoredEvent(
+                originator, version, event.type, canonical_json(event.payload).encode()
+            ))
+        recorder.insert_events(stored)
+    elapsed = time.perf_counter() - t0
+    datastore.close()
+    return txns / elapsed
+
+
+def bench_fold(tmp: Path) -> tuple[int, float, float, float]:
+    url = f"sqlite:///{tmp / 'fold.db'}"
+    store = EventStore(url)
+    events = list(legal_run("big", batches=20, episodes=835))
+    version = 0
+    t0 = time.perf_counter()
+    for i in range(0, len(events), 1000):
+        version = store.append("big", events[i:i + 1000], expected_version=version)
+    load = time.perf_counter() - t0
+    store.close()
+    fresh = EventStore(url)  # cold cache: everything is read back and folded
+    t0 = time.perf_counter()
+    state = fresh.state("big")
+    fold_s = time.perf_counter() - t0
+    assert state.state == "completed" and state.version == len(events)
+    t0 = time.perf_counter()
+    fresh.read("big")
+    read_s = time.perf_counter() - t0
+    fresh.close()
+    return len(events), load, fold_s, read_s
+
+
+ROUNDS = 3
+
+
+def _measure(
+    impls: dict[str, Callable[[Path, int, int], float]], tmp: Path
+) -> dict[str, tuple[float, float]]:
+    """Interleave implementations over several rounds and keep each one's median, so
+    a burst of disk contention from other processes does not favour one of them."""
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in impls}
+    for r in range(ROUNDS):
+        for name, fn in impls.items():
+            sub = tmp / f"{name.split()[0]}_{r}"
+            sub.mkdir()
+            samples[name].append((fn(sub, 1, ONE_TXNS), fn(sub, BATCH, BATCH_TXNS)))
+    return {
+        name: (
+            sorted(s[0] for s in got)[len(got) // 2], sorted(s[1] for s in got)[len(got) // 2]
+        )
+        for name, got in samples.items()
+    }
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        results = _measure({
+            "assetcast EventStore": bench_event_store,
+            "raw sqlite3 executemany": bench_raw_sqlite,
+            "eventsourcing SQLite": bench_eventsourcing,
+        }, tmp)
+        print(f"durable appends (WAL, synchronous=FULL), median of {ROUNDS} interleaved rounds")
+        print(f"{'':<26}{'1-event tx/s':>13}{f'{BATCH}-event tx/s':>15}{'events/s':>12}")
+        for name, (one, many) in results.items():
+            print(f"{name:<26}{one:>13.0f}{many:>15.0f}{many * BATCH:>12.0f}")
+        es, raw = results["assetcast EventStore"], results["raw sqlite3 executemany"]
+        print(f"EventStore / raw sqlite3: 1-event {es[0] / raw[0]:.2f}x, "
+              f"{BATCH}-event {es[1] / raw[1]:.2f}x (goal for batched: >= 0.5x)")
+        n, load, fold_s, read_s = bench_fold(tmp)
+        print(f"fold of a {n}-event run read from the store (cold cache): {fold_s:.2f} s "
+              f"(goal < 2 s); read() with RecordedEvent objects: {read_s:.2f} s; "
+              f"loading it in 1000-event appends took {load:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
