@@ -1,0 +1,165 @@
+"""The resume guarantee, tested the hard way: SIGKILL the collector, resume, compare.
+
+An uninterrupted collection of the demo task (3 batches x 4 episodes) is the reference.
+Then, attempt after attempt, the same task and seed are prepared as a new run, a collector
+subprocess is killed with SIGKILL at a random moment inside the reference's observed duration,
+and a resume subprocess finishes the run. Each finished run must have exactly the reference's
+accepted (batch, episode) set and trajectory SHA-256s, one commit per accepted episode (none
+twice, none missing), every committed file intact on disk, and a log the fold accepts.
+
+Run as a script, this file is the child process: ``python test_collect_crash.py DB RUN MODE
+SPAWNED_AT`` collects or resumes RUN and prints its timings as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BATCHES, EPISODES, SEED, SETTLE = 3, 4, 7, 20
+MIN_KILLS, MAX_ATTEMPTS = 10, 18
+
+
+def _child(db_url: str, run_id: str, mode: str, spawned_at: float) -> None:
+    from runtime.logging import configure_logging
+
+    configure_logging(level="warning")
+    from runtime.collect import collect
+    from runtime.resume import resume
+    from store import EventStore
+
+    imported = time.time() - spawned_at
+    store = EventStore(db_url)
+    action = collect if mode == "collect" else resume
+    result = action(run_id, store=store, progress=False)
+    print(
+        json.dumps(
+            {
+                "import_s": imported,
+                "total_s": time.time() - spawned_at,
+                "unlogged": [str(p) for p in getattr(result, "unlogged_recordings", ())],
+            }
+        ),
+        flush=True,
+    )
+
+
+def _spawn(db_url: str, run_id: str, mode: str, workdir: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), db_url, run_id, mode, repr(time.time())],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _finish(proc: subprocess.Popen[str], what: str) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, f"{what} exited {proc.returncode}:\n{err[-4000:]}"
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _outcome(store: Any, run_id: str, output_dir: Path) -> dict[str, Any]:
+    """Accepted set and commit digests of a finished run, after checking its invariants."""
+    from domain.state import fold
+    from runtime.collect_support.recordings import file_sha256
+    from runtime.files import report_text
+    from store.projections.collection_report import collection_report
+
+    events = store.read(run_id)
+    state = fold(run_id, events)  # raises IllegalTransition if any event is illegal
+    assert state.state == "completed", f"{run_id} ended {state.state}"
+    commits: dict[tuple[int, int], str] = {}
+    finished: list[tuple[int, int]] = []
+    judged: dict[tuple[int, int], bool] = {}
+    for event in events:
+        p = event.payload
+        if event.type == "EpisodeJudged":
+            judged[(p["batch_index"], p["episode_index"])] = p["accepted"]
+        if event.type in ("TrajectoryCommitted", "TrajectoryDiscarded"):
+            key = (p["batch_index"], p["episode_index"])
+            finished.append(key)
+            if event.type == "TrajectoryCommitted":
+                assert key not in commits, f"{run_id}: episode {key} committed twice"
+                commits[key] = p["sha256"]
+                path = output_dir / p["path"]
+                assert path.is_file(), f"{run_id}: committed {path} is missing"
+                assert file_sha256(path) == p["sha256"], f"{run_id}: {path} differs"
+    assert len(finished) == len(set(finished)), f"{run_id}: an episode finished twice"
+    every = {(b, e) for b in range(BATCHES) for e in range(EPISODES)}
+    assert set(finished) == every, f"{run_id}: episodes missing {sorted(every - set(finished))}"
+    accepted = {key for key in every if judged[key]}
+    assert accepted == set(commits), f"{run_id}: accepted without commit or vice versa"
+    report = (output_dir / "report.json").read_text(encoding="utf-8")
+    assert report == report_text(collection_report(events))
+    return {"accepted": accepted, "commits": commits, "events": events}
+
+
+@pytest.mark.timeout(420)
+def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(tmp_path: Path) -> None:
+    from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
+    from store import EventStore
+
+    seed = int(os.environ.get("ASSETCAST_CRASH_SEED", random.SystemRandom().randrange(2**32)))
+    rng = random.Random(seed)
+    db_url = f"sqlite:///{tmp_path / 'crash.db'}"
+    store = EventStore(db_url)
+    catalog = write_catalog(tmp_path / "catalog")
+
+    def new_run(name: str) -> tuple[str, Path]:
+        out = tmp_path / name
+        run_id = prepare_demo_run(
+            store, out, catalog, seed=SEED, batches=BATCHES, episodes_per_batch=EPISODES,
+            settle_steps=SETTLE,
+        )
+        return run_id, out
+
+    ref_id, ref_out = new_run("reference")
+    timing = _finish(_spawn(db_url, ref_id, "collect", tmp_path), "reference collect")
+    reference = _outcome(store, ref_id, ref_out)
+    assert reference["accepted"], "the reference run should accept some episodes"
+    low, high = 0.8 * timing["import_s"], timing["total_s"]
+
+    kills, attempts, unlogged_seen, resumed_events = 0, 0, 0, 0
+    while kills < MIN_KILLS:
+        assert attempts < MAX_ATTEMPTS, f"only {kills} kills in {attempts} attempts (seed {seed})"
+        attempts += 1
+        run_id, out = new_run(f"attempt_{attempts:02d}")
+        proc = _spawn(db_url, run_id, "collect", tmp_path)
+        delay = rng.uniform(low, high)
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        else:  # finished before its kill moment: a valid run, but not a kill
+            _finish(proc, "unkilled collect")
+        if proc.returncode == -signal.SIGKILL:
+            result = _finish(_spawn(db_url, run_id, "resume", tmp_path), f"resume of {run_id}")
+            unlogged_seen += len(result["unlogged"])
+        outcome = _outcome(store, run_id, out)
+        context = f"(seed {seed}, attempt {attempts}, killed after {delay:.2f}s)"
+        assert outcome["accepted"] == reference["accepted"], f"accepted set differs {context}"
+        assert outcome["commits"] == reference["commits"], f"trajectory digests differ {context}"
+        resumed_events += sum(1 for e in outcome["events"] if e.type == "RunResumed")
+    assert kills >= MIN_KILLS
+    print(f"crash test: seed {seed}, {kills} kills in {attempts} attempts, "
+          f"{unlogged_seen} unlogged recordings ignored, {resumed_events} RunResumed")
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]))
