@@ -1,0 +1,79 @@
+"""verify: every logged trajectory and deployment is re-checked against the files on disk."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from domain.config import CollectionConfig
+from runtime.assets.demo_catalog import write_demo_catalog
+from runtime.collect import collect
+from runtime.demo import demo_task_text
+from runtime.prepare import prepare, providers_from_catalog_args
+from runtime.verify import verify_events
+from store.memory import InMemoryEventStore
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, Path]:
+    base = tmp_path_factory.mktemp("verify")
+    catalog = base / "catalog"
+    write_demo_catalog(catalog)
+    task = base / "task.yaml"
+    task.write_text(demo_task_text(), encoding="utf-8")
+    store = InMemoryEventStore()
+    providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
+    cfg = CollectionConfig(seed=6, max_batches=1, episodes_per_batch=2)
+    result = prepare(task, providers, cfg=cfg, output_dir=base / "out", store=store, goal="run")
+    collect(result.run_id, store=store, progress=False)
+    return store.read(result.run_id), base / "out"
+
+
+@pytest.fixture()
+def pristine(run: tuple[list, Path], tmp_path: Path):
+    """Each test tampers with its own copy; paths in the log are relative to output_dir."""
+    events, out = run
+    backup = tmp_path / "backup"
+    shutil.copytree(out, backup)
+    yield events, out
+    shutil.rmtree(out)
+    shutil.copytree(backup, out)
+
+
+def test_untouched_run_verifies(pristine: tuple[list, Path]) -> None:
+    events, _ = pristine
+    result = verify_events("r", events)
+    assert result.ok, result.problems
+    assert (result.trajectories_checked, result.deployments_checked) == (2, 1)
+
+
+def test_missing_and_truncated_trajectories(pristine: tuple[list, Path]) -> None:
+    events, out = pristine
+    first, second = sorted((out / "recordings").rglob("*.pt"))
+    first.unlink()
+    second.write_bytes(second.read_bytes()[:-10])
+    problems = verify_events("r", events).problems
+    assert problems == [
+        f"batch 0 episode 0: trajectory {first} is missing",
+        f"batch 0 episode 1: trajectory {second} has {second.stat().st_size} bytes, "
+        f"the log says {second.stat().st_size + 10}",
+    ]
+
+
+def test_modified_deployment_is_reported(pristine: tuple[list, Path]) -> None:
+    events, out = pristine
+    task = out / "batch_0000" / "task.yaml"
+    task.write_text(task.read_text() + "\n# edited\n")
+    [problem] = verify_events("r", events).problems
+    assert problem == f"batch 0: {task.resolve()}: SHA-256 differs from the manifest"
+
+
+def test_replaced_manifest_is_reported(pristine: tuple[list, Path]) -> None:
+    events, out = pristine
+    manifest = out / "batch_0000" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"schema_version"', ' "schema_version"'))
+    [problem] = verify_events("r", events).problems
+    assert problem.startswith(f"batch 0: {manifest.resolve()}: manifest digest ")
+    assert "differs from the recorded" in problem
