@@ -1,0 +1,178 @@
+"""Resume after a failure: what is skipped, what is re-run, and what must stop the resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from domain.state import fold
+from runtime.collect import CollectionRefused, collect, default_environment_factory
+from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
+from runtime.collect_support.recordings import CommittedTrajectoryMissing
+from runtime.files import report_text
+from runtime.resume import NothingToResume, resume
+from store import InMemoryEventStore
+from store.projections.collection_report import collection_report
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_catalog(tmp_path_factory.mktemp("catalog") / "demo")
+
+
+@pytest.fixture
+def store() -> InMemoryEventStore:
+    return InMemoryEventStore()
+
+
+def prepared(store: Any, out: Path, catalog: Path, **kwargs: Any) -> str:
+    options = {"batches": 2, "episodes_per_batch": 2, "settle_steps": 10, **kwargs}
+    return prepare_demo_run(store, out, catalog, **options)
+
+
+def interrupting_factory(at_program: int) -> Any:
+    """The real environment, but a KeyboardInterrupt at the ``at_program``-th program run."""
+
+    class Interrupting:
+        def __init__(self, inner: Any) -> None:
+            self.inner, self.count = inner, 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def run_program(self, recorder: Any = None) -> Any:
+            self.count += 1
+            if self.count == at_program:
+                raise KeyboardInterrupt
+            return self.inner.run_program(recorder)
+
+    def factory(deployment_dir: Path, *, seed: int, settle_steps: int) -> Any:
+        return Interrupting(
+            default_environment_factory(deployment_dir, seed=seed, settle_steps=settle_steps)
+        )
+
+    return factory
+
+
+def commits(store: Any, run_id: str) -> dict[tuple[int, int], str]:
+    found: dict[tuple[int, int], str] = {}
+    for event in store.read(run_id):
+        if event.type == "TrajectoryCommitted":
+            key = (event.payload["batch_index"], event.payload["episode_index"])
+            assert key not in found
+            found[key] = event.payload["sha256"]
+    return found
+
+
+def interrupted_run(store: Any, out: Path, catalog: Path, at_program: int) -> str:
+    run_id = prepared(store, out, catalog, seed=8)
+    with pytest.raises(KeyboardInterrupt):
+        collect(
+            run_id, store=store, environment_factory=interrupting_factory(at_program),
+            progress=False,
+        )
+    return run_id
+
+
+def test_resume_after_interrupt_matches_an_uninterrupted_run(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    reference = prepared(store, tmp_path / "ref", catalog, seed=8)
+    collect(reference, store=store, progress=False)
+    # Program run 4 is batch 1, episode 1: batch 0 and episode (1, 0) are done.
+    run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=4)
+    done_before = set(commits(store, run_id))
+    result = resume(run_id, store=store, progress=False)
+    events = store.read(run_id)
+    assert fold(run_id, events).state == "completed"
+    assert commits(store, run_id) == commits(store, reference)
+    assert done_before <= set(commits(store, run_id))
+    resumed = next(e.payload for e in events if e.type == "RunResumed")
+    assert (resumed["from_state"], resumed["to_state"]) == ("failed", "collecting")
+    # The second session rebuilt the environment for batch 1 and only re-ran (1, 1).
+    built = [e.payload for e in events if e.type == "EnvironmentBuilt"]
+    assert [b["batch_index"] for b in built] == [0, 1]
+    started = [
+        (e.payload["batch_index"], e.payload["episode_index"])
+        for e in events if e.type == "EpisodeStarted"
+    ]
+    assert started == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert [e.payload["batch_index"] for e in events if e.type == "BatchStarted"] == [0, 1, 1]
+    assert result.environment_constructions == 2
+    assert all(b.close_finalized for b in result.batches)
+    text = (tmp_path / "out" / "report.json").read_text(encoding="utf-8")
+    assert text == report_text(collection_report(events))
+
+
+def test_resume_of_a_completed_run_says_so(store: Any, tmp_path: Path, catalog: Path) -> None:
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
+    collect(run_id, store=store, progress=False)
+    with pytest.raises(NothingToResume, match=rf"^run {run_id} is already completed$"):
+        resume(run_id, store=store, progress=False)
+
+
+def test_resume_of_a_prepare_only_run_stops_at_prepared(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, goal="prepare")
+    with pytest.raises(NothingToResume, match=rf"run {run_id} is already prepared"):
+        resume(run_id, store=store, progress=False)
+
+
+def test_resume_of_a_prepared_run_goal_run_collects(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
+    result = resume(run_id, store=store, progress=False)
+    assert store.state(run_id).state == "completed"
+    assert [len(b.episodes) for b in result.batches] == [1]
+
+
+def test_missing_committed_trajectory_stops_resume(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=4)
+    receipt = next(e.payload for e in store.read(run_id) if e.type == "TrajectoryCommitted")
+    path = tmp_path / "out" / receipt["path"]
+    path.unlink()
+    version = store.state(run_id).version
+    with pytest.raises(CommittedTrajectoryMissing, match=rf"{path}.* is missing"):
+        resume(run_id, store=store, progress=False)
+    assert store.state(run_id).version == version  # nothing appended, nothing redone
+
+
+def test_corrupt_committed_trajectory_stops_resume(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=4)
+    receipt = next(e.payload for e in store.read(run_id) if e.type == "TrajectoryCommitted")
+    path = tmp_path / "out" / receipt["path"]
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CommittedTrajectoryMissing, match=r"has SHA-256 [0-9a-f]{64}, the log"):
+        resume(run_id, store=store, progress=False)
+
+
+def test_unlogged_recordings_are_reported_and_ignored(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=4)
+    session = next(e.payload for e in store.read(run_id) if e.type == "CollectionStarted")
+    stray = tmp_path / "out" / session["recording_dir"] / "b0001_e0001.pt"
+    stray.write_bytes(b"written just before the crash")
+    result = resume(run_id, store=store, progress=False)
+    assert result.unlogged_recordings == (stray,)
+    paths = [e.payload["path"] for e in store.read(run_id) if e.type == "TrajectoryCommitted"]
+    assert all(not (tmp_path / "out" / p).samefile(stray) for p in paths)
+    assert (1, 1) in commits(store, run_id)
+
+
+def test_episodes_per_batch_is_fixed_by_the_first_session(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=2)
+    with pytest.raises(CollectionRefused, match="episodes_per_batch is fixed at 2"):
+        resume(run_id, store=store, episodes_per_batch=3, progress=False)
