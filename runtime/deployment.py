@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 
 from domain.canonical import sha256_hex
-from domain.errors import AssetValidationError, DeploymentInvalid
+from domain.errors import AssetcastInputError, AssetValidationError, DeploymentInvalid
 from domain.matching import ResolvedAssetSet
 from domain.requirements import AssetRequirements
 from domain.task import PackageAsset, TaskSpec
@@ -276,6 +276,33 @@ def _load_manifest(path: Path, expected_sha256: str | None) -> tuple[dict[str, A
     return manifest, digest
 
 
+def _check_task_agrees(root: Path, manifest: dict[str, Any]) -> None:
+    """The manifest's roles and requirements digest must be what ``task.yaml`` says, so an
+    edited manifest is caught even when the recorded manifest digest is not at hand."""
+    manifest_path = root / MANIFEST_NAME
+    try:
+        spec = load_task(root / TASK_NAME)
+    except AssetcastInputError as error:
+        raise DeploymentInvalid(f"{root / TASK_NAME}: {error}") from error
+    requirements = spec.asset_requirements
+    if requirements is None or requirements.digest() != manifest["requirements_digest"]:
+        raise DeploymentInvalid(f"{manifest_path}: requirements_digest disagrees with task.yaml")
+    if set(requirements.roles) != set(manifest["roles"]):
+        raise DeploymentInvalid(f"{manifest_path}: roles disagree with task.yaml")
+    for role, entry in manifest["roles"].items():
+        entity_id = requirements.roles[role].entity_id
+        asset = spec.entity(entity_id).asset
+        if entry.get("entity_id") != entity_id or not isinstance(asset, PackageAsset) or (
+            asset.package != entry["package"]
+        ):
+            raise DeploymentInvalid(f"{manifest_path}: role {role!r} disagrees with task.yaml")
+    for entity in spec.scene.entities:
+        if isinstance(entity.asset, PackageAsset) and entity.asset.package not in manifest["files"]:
+            raise DeploymentInvalid(
+                f"{root / entity.asset.package}: package of {entity.entity_id!r} is not listed"
+            )
+
+
 def validate_deployment(
     path: str | Path, *, expected_manifest_sha256: str | None = None
 ) -> Deployment:
@@ -297,4 +324,5 @@ def validate_deployment(
     for rel in sorted(expected):
         if file_sha256(present[rel]) != expected[rel]:
             raise DeploymentInvalid(f"{root / rel}: SHA-256 differs from the manifest")
+    _check_task_agrees(root, manifest)
     return Deployment(root, manifest["batch_index"], manifest["asset_set_id"], manifest, digest)

@@ -170,3 +170,15 @@ def test_failed_materialization_leaves_nothing_behind(
     (out / ".batch_0001.partial-abc").mkdir()
     assert [p.name for p in remove_temp_dirs(out)] == [".batch_0001.partial-abc"]
     assert list(out.iterdir()) == []
+
+
+def test_manifest_role_edit_is_caught_without_the_recorded_digest(copy: Path) -> None:
+    manifest_path = copy / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    item, bin_ = manifest["roles"]["item"], manifest["roles"]["bin"]
+    manifest["roles"]["item"], manifest["roles"]["bin"] = (
+        {**bin_, "entity_id": "item"}, {**item, "entity_id": "bin"}
+    )
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(DeploymentInvalid, match=f"{manifest_path}: role 'bin' disagrees"):
+        validate_deployment(copy)
