@@ -378,6 +378,7 @@ class _RolePreparer:
     def _candidate(self, candidate_id: str) -> AssetCandidate:
         """The candidate object of a logged id; on resume the provider lists again."""
         if self._relisted is None:
+            self._relisted = {}  # a failed re-listing is not retried for every candidate
             self._relisted = {
                 c.candidate_id: c for c in list_candidates(self.provider, self.query, self.limit)
             }
