@@ -82,9 +82,31 @@ def db_url(args: argparse.Namespace) -> str:
     return getattr(args, "db", None) or default_db_url()
 
 
-def open_store(url: str) -> Any:
+def missing_sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names, if it does not exist yet (other backends: None)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise UsageError(f"--db {url!r}: not a database URL") from None
+    database = parsed.database
+    if not parsed.drivername.startswith("sqlite") or database in (None, "", ":memory:"):
+        return None
+    if database.startswith("file:"):
+        return None
+    path = Path(database)
+    return None if path.exists() else path
+
+
+def open_store(url: str, *, create: bool = False) -> Any:
+    """Open the event store; only commands that record runs may create a new database, so a
+    mistyped ``--db`` on a query is reported instead of leaving an empty file behind."""
     from store.event_store import EventStore
 
+    if not create and (missing := missing_sqlite_file(url)) is not None:
+        raise UsageError(f"--db {url}: no database at {missing} (nothing recorded there yet)")
     return EventStore(url)
 
 
@@ -269,7 +291,7 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
     cfg = collection_config(args)
     load_task(args.task)  # task errors before the database is even opened
     providers = providers_from_catalog_args(args.catalog)
-    store = open_store(db_url(args))
+    store = open_store(db_url(args), create=True)
     run_id = new_run_id()
     args.run_id = run_id
     log.info("run_starting", run_id=run_id, goal=goal, task=str(args.task))
@@ -641,6 +663,8 @@ def cmd_db(args: argparse.Namespace) -> int:
     from store import admin
 
     url = db_url(args)
+    if args.action == "current" and (missing := missing_sqlite_file(url)) is not None:
+        raise UsageError(f"--db {url}: no database at {missing}")
     if args.action == "upgrade":
         admin.upgrade(url)
         out(f"{url}: upgraded to {admin.current(url)}")

@@ -69,8 +69,20 @@ def _bad(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> N
 # --------------------------------------------------------------------------- bad input (exit 2)
 
 
+def test_queries_do_not_create_a_missing_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "typo.db"
+    url = f"sqlite:///{missing}"
+    for command in (["runs"], ["show", "r"], ["audit"], ["resume", "r"], ["db", "current"]):
+        assert main([*command, "--db", url]) == 2
+        assert capsys.readouterr().err.startswith(f"assetcast: error: --db {url}: no database at ")
+    assert not missing.exists()
+
+
 def test_unknown_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'a.db'}"
+    assert main(["db", "upgrade", "--db", url]) == 0
     for command in (["show", "nope"], ["events", "nope"], ["verify", "nope"], ["collect", "nope"]):
         _bad(
             capsys,
