@@ -636,10 +636,10 @@ def prepare(
     }
     ledger = _Ledger(store, run_id, 0, None)
     ledger.emit("RunCreated", created)
-    ledger.lease = store.acquire_lease(run_id, owner=session_id, ttl_s=lease_ttl_s)
     log.info("prepare.start", run_id=run_id, output_dir=str(output))
     job = _Job(ledger, _Progress(), spec, source, requirements, providers_by_role, cfg, output)
     try:
+        ledger.lease = store.acquire_lease(run_id, owner=session_id, ttl_s=lease_ttl_s)
         ledger.emit("PreparationStarted", _session_payload(session_id))
     except BaseException as error:
         _record_failure(ledger, output, error)
