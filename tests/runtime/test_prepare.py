@@ -443,3 +443,36 @@ def test_lease_is_held_while_preparing(catalog: Path, tmp_path: Path) -> None:
     assert seen and "is held by" in seen[0]
     # Released at the end: another session can take it now.
     store.acquire_lease(only_run(store), owner="next").release()
+
+
+def test_resume_rejects_a_snapshot_tampered_after_it_was_logged(
+    catalog: Path, package_count: int, tmp_path: Path
+) -> None:
+    store = InMemoryEventStore()
+    out = tmp_path / "o"
+    result = prepare(
+        DEMO_TASK, providers(catalog), cfg=CollectionConfig(), output_dir=out, store=store
+    )
+    events = [NewEvent(e.type, e.payload) for e in store.read(result.run_id)]
+    cut = next(i for i, e in enumerate(events) if e.type == "BatchResolved")
+    copy = InMemoryEventStore()  # the run as if killed right after preparing candidates
+    copy.append(
+        "run-cut", [NewEvent("RunCreated", {**events[0].payload, "run_id": "run-cut"})],
+        expected_version=0,
+    )
+    copy.append("run-cut", events[1:cut], expected_version=1)
+    cup = next(
+        e.payload for e in events
+        if e.type == "CandidatePrepared" and e.payload["candidate_id"] == "cup-r020"
+    )
+    (Path(cup["snapshot_dir"]) / "asset.catalog.json").write_text("{}")
+
+    resumed = resume_preparation("run-cut", store=copy)
+    after = [e.payload for e in copy.read("run-cut")[cut:] if e.type == "CandidateRejected"]
+    assert sorted((p["role"], p["candidate_id"]) for p in after) == [
+        ("bin", "cup-r020"), ("item", "cup-r020")
+    ]
+    report = json.loads(resumed.report_path.read_text())
+    assert report["roles"]["item"]["prepared"] == package_count - 1  # latest outcome wins
+    assert report["roles"]["item"]["rejections"][0]["candidate_id"] == "cup-r020"
+    assert copy.state("run-cut").state == "prepared"
