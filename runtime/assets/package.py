@@ -23,6 +23,8 @@ MANIFEST_NAME = "asset.catalog.json"
 RESERVED_DIR = ".assetcast"
 MAX_MANIFEST_BYTES = 1 << 20
 MAX_PACKAGE_FILES = 4096
+#: Packages are read into memory once (hash and copy the same bytes), so cap their size.
+MAX_PACKAGE_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ def list_package_files(package_dir: Path) -> list[str]:
     if not package_dir.is_dir():
         raise AssetValidationError(f"{package_dir}: package folder does not exist")
     found: list[str] = []
+    total = 0
     for dirpath, dirnames, filenames in os.walk(package_dir, followlinks=False):
         base = Path(dirpath)
         for name in sorted(dirnames + filenames):
@@ -62,6 +65,11 @@ def list_package_files(package_dir: Path) -> list[str]:
             if not stat.S_ISREG(mode):
                 raise AssetValidationError(f"{path}: not a regular file")
             found.append(rel)
+            total += os.lstat(path).st_size
+            if total > MAX_PACKAGE_BYTES:
+                raise AssetValidationError(
+                    f"{package_dir}: package is larger than {MAX_PACKAGE_BYTES} bytes"
+                )
             if len(found) > MAX_PACKAGE_FILES:
                 raise AssetValidationError(
                     f"{package_dir}: package has more than {MAX_PACKAGE_FILES} files"
