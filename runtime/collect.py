@@ -189,6 +189,7 @@ class _Collector:
         self.factory = factory
         self.progress = progress
         self.env: Any = None
+        self.deferred: list[tuple[str, dict[str, Any]]] = []
         self.phase = "start"
         self.batch_index: int | None = None
         self.episode_index: int | None = None
@@ -201,12 +202,21 @@ class _Collector:
     # ------------------------------------------------------------------ ledger
 
     def append(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Append ``events`` (after any deferred ones) in one transaction."""
         self.session.check()
+        batch = [*self.deferred, *events]
         self.version = self.store.append(
             self.run_id,
-            [NewEvent(kind, payload) for kind, payload in events],
+            [NewEvent(kind, payload) for kind, payload in batch],
             expected_version=self.version,
         )
+        self.deferred = []
+
+    def defer(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Hold ``events`` for the next append: each durable commit costs an fsync, so a batch's
+        opening events ride along with its first episode. Losing them in a crash is harmless
+        (a resumed session re-opens the batch); a failure flushes them before `RunFailed`."""
+        self.deferred.extend(events)
 
     # ------------------------------------------------------------------ the pass
 
@@ -246,17 +256,13 @@ class _Collector:
         finally:
             bar.close()
         self.batch_index = self.episode_index = None
-        self.close_environment()
-        self.phase = "complete"
         accepted, attempted = plan.totals()
-        self.append(
-            [
-                (
-                    "RunCompleted",
-                    {"batches": len(plan.batches), "accepted": accepted, "attempted": attempted},
-                )
-            ]
+        completed = (
+            "RunCompleted",
+            {"batches": len(plan.batches), "accepted": accepted, "attempted": attempted},
         )
+        # EnvironmentClosed and RunCompleted share one transaction (one fsync).
+        self.close_environment(then=[completed])
         log.info("collection_completed", run_id=self.run_id, accepted=accepted, attempted=attempted)
 
     def run_batch(self, batch: BatchPlan, *, build: bool, bar: Any) -> None:
@@ -270,22 +276,21 @@ class _Collector:
             batch.deployment_path, expected_manifest_sha256=batch.manifest_sha256
         )
         task = load_task(deployment.task_path)
+        opening: list[tuple[str, dict[str, Any]]] = []
         if build:
             self.phase = "build_environment"
             self.env = self.factory(
                 batch.deployment_path, seed=batch.seed, settle_steps=plan.settle_steps
             )
-            self.append(
-                [
-                    (
-                        "EnvironmentBuilt",
-                        {
-                            "session_id": self.session.session_id,
-                            "batch_index": batch.batch_index,
-                            "constructions": int(getattr(self.env, "constructions", 1)),
-                        },
-                    )
-                ]
+            opening.append(
+                (
+                    "EnvironmentBuilt",
+                    {
+                        "session_id": self.session.session_id,
+                        "batch_index": batch.batch_index,
+                        "constructions": int(getattr(self.env, "constructions", 1)),
+                    },
+                )
             )
             # Built from this very deployment: no role body was swapped.
             roles_replaced: list[str] = []
@@ -296,8 +301,9 @@ class _Collector:
             roles_replaced = list(info.roles_replaced)
             entities_kept = list(info.entities_kept)
         done_before = plan.batch_counts(batch.batch_index)[1]
-        self.append(
+        self.defer(
             [
+                *opening,
                 (
                     "BatchStarted",
                     {
@@ -342,19 +348,21 @@ class _Collector:
             accepted=plan.totals()[0],
         )
         self.phase = "episode"
-        for episode_index in range(plan.episodes_per_batch):
-            if plan.is_done(batch.batch_index, episode_index):
-                continue
+        todo = [
+            j for j in range(plan.episodes_per_batch) if not plan.is_done(batch.batch_index, j)
+        ]
+        for episode_index in todo:
             self.episode_index = episode_index
             outcome = run_episode(
                 self.env, ctx, episode_index, initial_checks=initial, final_checks=final
             )
-            self.append(outcome.events)
-            plan.record_done(
-                batch.batch_index,
-                episode_index,
-                EpisodeRecord(outcome.accepted, outcome.committed, True),
-            )
+            record = EpisodeRecord(outcome.accepted, outcome.committed, True)
+            events = list(outcome.events)
+            if episode_index == todo[-1]:
+                # The batch's last episode and BatchFinished share one transaction.
+                events.append(self._batch_finished(batch.batch_index, extra=record))
+            self.append(events)
+            plan.record_done(batch.batch_index, episode_index, record)
             self._log_episode(batch.batch_index, episode_index, outcome)
             bar.update(1)
             bar.set_postfix(
@@ -362,19 +370,20 @@ class _Collector:
                 accepted=plan.totals()[0],
             )
         self.episode_index = None
-        self.phase = "finish_batch"
-        accepted, attempted = plan.batch_counts(batch.batch_index)
-        self.append(
-            [
-                (
-                    "BatchFinished",
-                    {
-                        "batch_index": batch.batch_index,
-                        "accepted": accepted,
-                        "attempted": attempted,
-                    },
-                )
-            ]
+        if not todo:  # every episode was done before the crash; only the batch end is missing
+            self.phase = "finish_batch"
+            self.append([self._batch_finished(batch.batch_index, extra=None)])
+
+    def _batch_finished(
+        self, batch_index: int, *, extra: EpisodeRecord | None
+    ) -> tuple[str, dict[str, Any]]:
+        """BatchFinished counted over the log's done episodes plus ``extra`` (being appended)."""
+        accepted, attempted = self.plan.batch_counts(batch_index)
+        if extra is not None:
+            accepted, attempted = accepted + int(extra.accepted), attempted + 1
+        return (
+            "BatchFinished",
+            {"batch_index": batch_index, "accepted": accepted, "attempted": attempted},
         )
 
     def _log_episode(self, batch_index: int, episode_index: int, outcome: Any) -> None:
@@ -400,18 +409,23 @@ class _Collector:
 
     # ------------------------------------------------------------------ endings
 
-    def close_environment(self) -> None:
-        """Close once; record whether it worked. A close failure propagates."""
-        if self.env is None:
-            return
-        env, self.env = self.env, None
+    def close_environment(self, *, then: list[tuple[str, dict[str, Any]]]) -> None:
+        """Close once and record whether it worked, with ``then`` in the same append on
+        success. A close failure is recorded and propagates (``then`` is not appended)."""
         self.phase = "close_environment"
+        if self.env is None:  # nothing was left to run in this session
+            self.phase = "complete"
+            self.append(then)
+            return
+        assert not self.deferred, "every batch ends with an append"
+        env, self.env = self.env, None
         try:
             env.close()
         except BaseException as error:
             self.append([self._closed_event(error)])
             raise
-        self.append([self._closed_event(None)])
+        self.phase = "complete"
+        self.append([self._closed_event(None), *then])
 
     def _closed_event(self, error: BaseException | None) -> tuple[str, dict[str, Any]]:
         return (
@@ -467,7 +481,13 @@ class _Collector:
         try:
             # An interrupted append may or may not have committed: re-read the version.
             self.version = self.store.state(self.run_id).version
-            self.append(events)
+            try:
+                self.append(events)
+            except Exception:
+                if not self.deferred:
+                    raise
+                self.deferred = []  # the deferred events may be what was refused
+                self.append(events)
         except BaseException as exc:
             error.add_note(f"Recording {what} also failed: {type(exc).__name__}: {exc}")
 
@@ -483,18 +503,21 @@ def run_collection(
     episodes_per_batch: int | None = None,
     progress: bool = True,
     verified: bool = False,
+    known_events: Sequence[Any] = (),
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
 
     Used by :func:`collect` for a prepared run and by ``resume`` for an interrupted one.
-    Committed trajectories are verified against disk first unless the caller did so.
+    Committed trajectories are verified against disk first unless the caller did so;
+    ``known_events`` (a prefix of the log the caller already read) saves re-reading it.
     """
     initial = _check_specs(initial_checks, "initial_checks")
     final = _check_specs(final_checks, "final_checks")
     factory = environment_factory or default_environment_factory
     if not callable(factory):
         raise CollectionRefused("environment_factory must be callable")
-    events = store.read(run_id)
+    events = list(known_events)
+    events += store.read(run_id, after_seq=events[-1].seq if events else 0)
     plan = read_plan(run_id, events, episodes_per_batch=episodes_per_batch)
     committed = plan.committed()
     if not verified:

@@ -121,6 +121,7 @@ def _resume_under_lease(
         log.info("resume_stops_at_prepared", run_id=run_id, goal=plan.goal)
         return None
     result: CollectionResult = run_collection(
-        run_id, store=store, session=session, verified=True, **collect_kwargs
+        run_id, store=store, session=session, verified=True, known_events=events,
+        **collect_kwargs,
     )
     return result
