@@ -321,3 +321,35 @@ def test_collect_refuses_a_run_that_is_not_prepared(
     collect(run_id, store=store, progress=False)
     with pytest.raises(CollectionRefused, match=rf"run {run_id} is completed, not prepared"):
         collect(run_id, store=store, progress=False)
+
+
+class _Terminal:
+    """A stderr stand-in that claims to be a terminal and keeps what was written."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal(
+    store: Any, tmp_path: Path, catalog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    run_id = prepared(store, tmp_path, catalog, batches=1)
+    collect(run_id, store=store, progress=True)
+    shown = "".join(terminal.parts)
+    assert f"collect {run_id}" in shown and "2/2" in shown and "accepted=" in shown
+    terminal.parts.clear()
+    other = prepare_demo_run(store, tmp_path / "quiet", catalog, batches=1, episodes_per_batch=1)
+    collect(other, store=store, progress=False)
+    assert f"collect {other}" not in "".join(terminal.parts)
