@@ -7,8 +7,10 @@ and the failure is recorded as a rejection of that one candidate, instead of one
 broken package aborting the listing of a whole catalog.
 
 Ranking: exact category matches first, then everything else (the task may alias
-categories, and the matcher decides); each group keeps the provider's sorted
-order; never more than ``limit``.
+categories, and the matcher decides). Within each group, packages that carry every
+requested capability and attribute come first, so a large catalog truncated to
+``limit`` keeps the packages most likely to match even when the task's aliases force
+a category-free query. Ties keep the provider's sorted order; never more than ``limit``.
 """
 
 from __future__ import annotations
@@ -32,18 +34,33 @@ def _listing(candidate_id: str, package_dir: Path) -> AssetCandidate:
     return AssetCandidate(candidate_id, str(package_dir), descriptor)
 
 
+def _relevance(candidate: AssetCandidate, query: AssetQuery | None) -> tuple[bool, bool, bool]:
+    """How well a listing answers ``query``: category, then capabilities, then attributes.
+
+    Attributes compare exact-typed (``True`` is not ``1``), as the matcher does.
+    """
+    descriptor = candidate.descriptor
+    if descriptor is None or query is None:
+        return (False, False, False)
+    category = query.category is not None and descriptor.category == query.category
+    capabilities = set(query.capabilities) <= set(descriptor.capabilities)
+    attributes = all(
+        name in descriptor.attributes
+        and type(descriptor.attributes[name]) is type(value)
+        and descriptor.attributes[name] == value
+        for name, value in query.attributes.items()
+    )
+    return (category, capabilities, attributes)
+
+
 def rank_candidates(
     candidates: Iterable[AssetCandidate], query: AssetQuery | None, limit: int
 ) -> list[AssetCandidate]:
-    """Exact category matches first (stable), then the rest; at most ``limit``."""
+    """Most relevant first (stable within equal relevance); at most ``limit``."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise ValueError(f"limit must be a non-negative int, got {limit!r}")
     listed = list(candidates)
-    category = None if query is None else query.category
-    if category is not None:
-        exact = [c for c in listed if c.descriptor and c.descriptor.category == category]
-        rest = [c for c in listed if not (c.descriptor and c.descriptor.category == category)]
-        listed = exact + rest
+    listed.sort(key=lambda c: _relevance(c, query), reverse=True)
     return listed[:limit]
 
 

@@ -50,6 +50,23 @@ def test_exact_category_first_others_retained_and_limit(catalog: Path) -> None:
         provider.candidates(None, -1)
 
 
+def test_category_free_query_ranks_by_capabilities_then_attributes(catalog: Path) -> None:
+    """With aliases the query has no category: a truncated listing must still favour
+    packages that carry the requested capabilities and attributes."""
+    provider = DirectoryAssetProvider(catalog)
+    query = AssetQuery(category=None, attributes={"open_top": True}, capabilities=("container",))
+    listed = provider.candidates(query, 7)
+    assert len(listed) == 7
+    for candidate in listed:
+        descriptor = candidate.descriptor
+        assert descriptor is not None
+        assert "container" in descriptor.capabilities, candidate.candidate_id
+        assert descriptor.attributes.get("open_top") is True, candidate.candidate_id
+    everything = [c.candidate_id for c in provider.candidates(None, 1000)]
+    ids = [c.candidate_id for c in listed]
+    assert ids == sorted(ids, key=everything.index)  # ties keep the catalog order
+
+
 def test_nested_catalog_and_broken_package_is_listed_then_rejected(tmp_path: Path) -> None:
     root = tmp_path / "root"
     write_demo_catalog(root / "group" / "sub")
