@@ -184,7 +184,7 @@ def prepare_package(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log.info(
+    log.debug(
         "asset_prepared", asset_id=asset.asset_id, content_sha256=content_sha256,
         pieces=len(asset.collision_pieces),
     )
