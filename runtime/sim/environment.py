@@ -211,11 +211,16 @@ class TaskEnvironment:
         if self.closed:
             raise RuntimeError("the environment is closed")
 
-    def reset(self, seed: int) -> None:
-        """Deterministic initial state: pose noise on role entities from ``seed``, then settle."""
+    def reset(self, seed: int | None) -> None:
+        """Deterministic initial state: pose noise on role entities from ``seed``, then settle.
+
+        ``seed=None`` returns the scene to its nominal state after an episode: every entity
+        exactly at its task pose, robot home, no noise and no settling (nothing random, so
+        no seed is needed).
+        """
         self._require_open()
         physics = self.task.scene.physics
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(seed) if seed is not None else None
         m, d = self.model, self.data
         mujoco.mj_resetData(m, d)
         home = np.zeros(len(sc.ROBOT_JOINTS))
@@ -227,7 +232,7 @@ class TaskEnvironment:
             entity = self.task.entity(eid)
             x, y = entity.position_m
             yaw = math.radians(entity.yaw_deg)
-            if eid in role_ids:
+            if rng is not None and eid in role_ids:
                 dx, dy = rng.uniform(-physics.pose_noise_m, physics.pose_noise_m, size=2)
                 dyaw = rng.uniform(-physics.pose_noise_yaw_deg, physics.pose_noise_yaw_deg)
                 x, y, yaw = x + dx, y + dy, yaw + math.radians(dyaw)
@@ -235,7 +240,7 @@ class TaskEnvironment:
             d.qpos[adr : adr + 3] = (x, y, 0.0)
             d.qpos[adr + 3 : adr + 7] = quat_from_yaw(yaw)
         mujoco.mj_forward(m, d)
-        if self.settle_steps:
+        if rng is not None and self.settle_steps:
             mujoco.mj_step(m, d, nstep=self.settle_steps)
         self.held = None
         self.program_steps = 0

@@ -207,3 +207,31 @@ def test_reset_is_deterministic_and_noise_is_bounded(deployments: dict[str, Path
     assert abs(pos[0] - 0.0) <= 0.005 and abs(pos[1] + 0.15) <= 0.005
     plate, _ = env.entity_pose("plate")
     assert plate[:2].tolist() == [0.25, 0.0]  # non-role entities get no noise
+
+
+def test_reset_none_restores_the_nominal_scene_after_an_episode(
+    deployments: dict[str, Path],
+) -> None:
+    env = TaskEnvironment.from_deployment(deployments["small"], settle_steps=20)
+    env.reset(None)
+    nominal_qpos = env.data.qpos.copy()
+    assert env.data.time == 0.0  # no settling
+    for eid in env.order:
+        pos, rot = env.entity_pose(eid)
+        entity = env.task.entity(eid)
+        assert pos.tolist() == [*entity.position_m, 0.0]  # exactly the task pose, no noise
+        yaw = np.degrees(np.arctan2(rot[1, 0], rot[0, 0]))
+        assert yaw == pytest.approx(entity.yaw_deg, abs=1e-9)
+    assert env.finger_width() == pytest.approx(env.layout.max_opening_m)
+
+    noisy_bytes, completed, _ = _episode(env, 11)
+    assert completed and env.held is None
+    assert not np.array_equal(env.data.qpos, nominal_qpos)
+    env.held = "item"  # as if an episode were interrupted while holding
+    env.reset(None)
+    assert env.held is None and env.program_steps == 0
+    assert np.array_equal(env.data.qpos, nominal_qpos)
+    assert not np.any(env.data.qvel)
+    assert checks_accept(env.run_checks(env.task.checks.initial))
+    # a seeded reset after a nominal one is unchanged (same bytes as before)
+    assert _episode(env, 11)[0] == noisy_bytes
