@@ -10,7 +10,6 @@ or is complete; ``validate_deployment`` proves that nothing was changed, added o
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -27,7 +26,7 @@ from domain.errors import AssetcastInputError, AssetValidationError, DeploymentI
 from domain.matching import ResolvedAssetSet
 from domain.requirements import AssetRequirements
 from domain.task import PackageAsset, TaskSpec
-from runtime.files import fsync_directory, report_text
+from runtime.files import file_sha256, fsync_directory, report_text
 from runtime.taskfile import dump_task, load_task
 
 log = structlog.get_logger(__name__)
@@ -40,7 +39,6 @@ _MANIFEST_KEYS = frozenset(
     {"schema_version", "batch_index", "seed", "asset_set_id", "requirements_digest", "roles",
      "files"}
 )
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -66,13 +64,6 @@ class Deployment:
 def batch_dir_name(batch_index: int) -> str:
     return f"batch_{batch_index:04d}"
 
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def temp_dirs_for(output_dir: Path) -> list[Path]:

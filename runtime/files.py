@@ -6,6 +6,7 @@ name, so everything goes through a temp file, fsync, rename and a directory fsyn
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -16,6 +17,18 @@ from typing import Any
 def report_text(payload: Any) -> str:
     """The exact text of a JSON report; `show --json` reproduces it byte for byte."""
     return json.dumps(payload, sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, streamed: trajectories and meshes may be large."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def fsync_directory(directory: Path) -> None:

@@ -8,7 +8,6 @@ a complete list of what is wrong.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +16,11 @@ from typing import Any
 import structlog
 
 from domain.errors import AssetcastError
+from runtime.files import file_sha256
 from store.projections.audit import EventLike
 
 log = structlog.get_logger(__name__)
 
-_CHUNK = 1 << 20
 
 
 @dataclass
@@ -34,14 +33,6 @@ class VerifyResult:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def resolve_recorded_path(recorded: str, output_dir: str | None) -> Path:

@@ -41,6 +41,7 @@ from runtime.assets.snapshot import (
     snapshot_bytes,
     verify_prepared_asset,
 )
+from runtime.files import fsync_directory
 
 log = structlog.get_logger(__name__)
 
@@ -54,14 +55,6 @@ def _write_file(path: Path, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _check_bounds(descriptor: AssetDescriptor, bounds: np.ndarray, label: str) -> None:
@@ -140,7 +133,7 @@ def _build(
     )
     _write_file(tmp / ".assetcast" / "snapshot.json", snapshot_bytes(asset))
     for folder in sorted({(tmp / rel).parent for rel in [*data, *derived]}, reverse=True):
-        _fsync_dir(folder)
+        fsync_directory(folder)
     log.debug("asset_collision_pieces", asset_id=asset.asset_id, method=method, pieces=len(names))
     return asset
 
@@ -180,7 +173,7 @@ def prepare_package(
             # Another preparer won the race with the same content: use theirs.
             shutil.rmtree(tmp, ignore_errors=True)
             return _reuse(final)
-        _fsync_dir(cache_dir)
+        fsync_directory(cache_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
