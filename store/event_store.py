@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import IntegrityError
 
 from domain.errors import ConcurrencyError, EventSchemaError, LeaseHeld, UnknownRun
@@ -25,11 +25,54 @@ from store.base import PreparedEvent, Row, StoreCore
 from store.engine import make_engine, safe_url
 from store.leases import Lease, LeaseLost, held_message, is_live, new_expiry, this_host
 from store.records import LeaseInfo, RecordedEvent, RunSummary, as_utc, utcnow
+from store.statements import DriverStatement
 from store.tables import events_table, leases_table, runs_table
 
 _E = events_table.c
 _R = runs_table.c
 _L = leases_table.c
+
+
+_EVENT_ROW_KEYS = ("seq", "type", "payload")
+
+
+class _Statements:
+    """The hot-path statements, compiled once for the engine's dialect."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.insert_events = DriverStatement(
+            events_table.insert(), dialect,
+            column_keys=("run_id", "seq", "type", "payload", "recorded_at", "schema_version"),
+        )
+        self.bump_run = DriverStatement(
+            runs_table.update()
+            .where(_R.run_id == sa.bindparam("w_run_id"), _R.version == sa.bindparam("w_expected"))
+            .values(
+                state=sa.bindparam("w_state"), version=sa.bindparam("w_version"),
+                updated_at=sa.bindparam("w_now"),
+            ),
+            dialect,
+        )
+        after = (_E.run_id == sa.bindparam("r_run_id"), _E.seq > sa.bindparam("r_after"))
+        full = (_E.position, _E.seq, _E.type, _E.payload, _E.recorded_at, _E.schema_version)
+        self.select_events = DriverStatement(
+            sa.select(*full).where(*after).order_by(_E.seq), dialect
+        )
+        fold = (_E.seq, _E.type, _E.payload, _E.schema_version)
+        self.select_fold = DriverStatement(
+            sa.select(*fold).where(*after).order_by(_E.seq), dialect
+        )
+        # Raw driver rows skip result processing: fine for columns that have none;
+        # recorded_at is converted by the reader; anything else keeps the Core path.
+        plain = all(
+            c.type.dialect_impl(dialect).result_processor(dialect, None) is None
+            for c in full if c is not _E.recorded_at
+        )
+        if not plain:
+            self.select_events.fast = self.select_fold.fast = False
+        self.recorded_at = _E.recorded_at.type.dialect_impl(dialect).result_processor(
+            dialect, None
+        ) or (lambda value: value)
 
 
 def _decode(run_id: str, seq: int, event_type: str, text: str) -> dict:
@@ -48,6 +91,9 @@ class EventStore(StoreCore):
         super().__init__()
         self.engine = engine or make_engine(url)
         ensure_schema(self.engine)
+        self._sql = _Statements(self.engine.dialect)
+        # Writers take the lock at BEGIN (SQLite); options bound once, same pool.
+        self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
 
     @property
     def url(self) -> str:
@@ -66,19 +112,35 @@ class EventStore(StoreCore):
         self.close()
 
     def _write_conn(self) -> Connection:
-        conn = self.engine.connect()
-        conn.execution_options(sqlite_begin="IMMEDIATE")
-        return conn
+        return self._writer.connect()
 
     # -- reading ----------------------------------------------------------------------
-    def _load(self, run_id: str, after_seq: int) -> Iterator[Row]:
-        query = (
-            sa.select(_E.seq, _E.type, _E.payload, _E.schema_version)
-            .where(_E.run_id == run_id, _E.seq > after_seq)
-            .order_by(_E.seq)
-        )
+    def _rows(self, run_id: str, after_seq: int) -> list:
+        """Event rows after ``after_seq`` with ``recorded_at`` as an aware UTC datetime.
+
+        Rows come straight from the driver when the dialect allows it; ``recorded_at``
+        is then converted here, once per distinct stored value (all events of one
+        append share it), which is most of what Core's row processing would cost.
+        """
+        sql = self._sql
         with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+            rows = sql.select_events.execute(
+                conn, {"r_run_id": run_id, "r_after": after_seq}
+            ).all()
+        convert = sql.recorded_at if sql.select_events.fast else None
+        seen: dict = {}
+        out = []
+        for position, seq, event_type, text, raw_at, schema_version in rows:
+            at = seen.get(raw_at)
+            if at is None:
+                at = seen[raw_at] = as_utc(convert(raw_at) if convert else raw_at)
+            out.append((position, seq, event_type, text, at, schema_version))
+        return out
+
+    def _load(self, run_id: str, after_seq: int) -> Iterator[Row]:
+        sql = self._sql
+        with self.engine.connect() as conn:
+            rows = sql.select_fold.execute(conn, {"r_run_id": run_id, "r_after": after_seq}).all()
         loads = json.loads
         for seq, event_type, text, schema_version in rows:
             try:
@@ -94,27 +156,23 @@ class EventStore(StoreCore):
 
     def read(self, run_id: str, *, after_seq: int = 0) -> list[RecordedEvent]:
         """Events of ``run_id`` after ``after_seq``, validated (EventSchemaError if not)."""
-        query = (
-            sa.select(
-                _E.position, _E.seq, _E.type, _E.payload, _E.recorded_at, _E.schema_version
-            )
-            .where(_E.run_id == run_id, _E.seq > after_seq)
-            .order_by(_E.seq)
-        )
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+        rows = self._rows(run_id, after_seq)
         if not rows and not self._run_exists(run_id):
             raise UnknownRun(f"unknown run {run_id!r} in {self.url}")
         out = []
+        append = out.append
+        loads = json.loads
         for position, seq, event_type, text, recorded_at, schema_version in rows:
-            payload = _decode(run_id, seq, event_type, text)
+            try:
+                payload = loads(text)
+            except ValueError:
+                payload = _decode(run_id, seq, event_type, text)
             validate_payload(
                 event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq
             )
-            out.append(
+            append(
                 RecordedEvent(
-                    position, run_id, seq, event_type, payload, as_utc(recorded_at),
-                    schema_version,
+                    position, run_id, seq, event_type, payload, recorded_at, schema_version
                 )
             )
         return out
@@ -136,13 +194,7 @@ class EventStore(StoreCore):
     ) -> None:
         now = utcnow()
         version = prepared[-1].seq
-        rows = [
-            {
-                "run_id": run_id, "seq": e.seq, "type": e.type, "payload": e.text,
-                "recorded_at": now, "schema_version": SCHEMA_VERSION,
-            }
-            for e in prepared
-        ]
+        sql = self._sql
         with self._write_conn() as conn, conn.begin():
             if expected_version == 0:
                 created = state.created or {}
@@ -159,18 +211,23 @@ class EventStore(StoreCore):
                         f"run {run_id!r} already exists; expected version 0 is stale"
                     ) from exc
             else:
-                result = conn.execute(
-                    runs_table.update()
-                    .where(_R.run_id == run_id, _R.version == expected_version)
-                    .values(state=state.state, version=version, updated_at=now)
-                )
+                # The compare-and-swap: one conditional UPDATE, its row count decides.
+                result = sql.bump_run.execute(conn, {
+                    "w_run_id": run_id, "w_expected": expected_version,
+                    "w_state": state.state, "w_version": version, "w_now": now,
+                })
                 if result.rowcount != 1:
                     raise ConcurrencyError(
                         f"run {run_id!r}: expected version {expected_version} is stale; "
                         "another session appended first"
                     )
             try:
-                conn.execute(events_table.insert(), rows)
+                sql.insert_events.execute_rows(
+                    conn,
+                    {"run_id": run_id, "recorded_at": now, "schema_version": SCHEMA_VERSION},
+                    _EVENT_ROW_KEYS,
+                    [(e.seq, e.type, e.text) for e in prepared],
+                )
             except IntegrityError as exc:
                 raise ConcurrencyError(
                     f"run {run_id!r}: seq {prepared[0].seq} already exists"

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from domain.canonical import canonical_json
 from domain.errors import (
     ConcurrencyError,
     EventSchemaError,
     IllegalTransition,
     UnknownRun,
 )
+from domain.events import normalize_payload
 from store import EventStore, InMemoryEventStore, NewEvent
+from store.statements import DriverStatement
 from tests.store.eventgen import (
     batch_started,
     collection_started,
@@ -25,12 +29,23 @@ from tests.store.eventgen import (
 )
 
 
-@pytest.fixture(params=["sql", "memory"])
+def core_path_only(s: EventStore) -> EventStore:
+    """Route every hot-path statement through ordinary Core execution, as on a dialect
+    with named parameters, so both paths are held to the same behaviour."""
+    for stmt in vars(s._sql).values():
+        if isinstance(stmt, DriverStatement):
+            stmt.fast = False
+    return s
+
+
+@pytest.fixture(params=["sql", "sql-core", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "memory":
         yield InMemoryEventStore()
         return
     s = EventStore(f"sqlite:///{tmp_path / 'p.db'}")
+    if request.param == "sql-core":
+        core_path_only(s)
     yield s
     s.close()
 
@@ -219,3 +234,48 @@ def test_rejects_non_event_payload(store) -> None:
         store.append("r", [NewEvent("RunCreated", {"run_id": "r"})], expected_version=0)
     with pytest.raises(UnknownRun):
         store.state("r")
+
+
+def test_driver_path_reads_what_core_reads(sql_store: EventStore, db_url: str) -> None:
+    """Raw driver rows (recorded_at converted by the store) equal Core-processed rows."""
+    version = collecting(sql_store)
+    sql_store.append("r", episode(0, 0), expected_version=version)
+    assert sql_store._sql.select_events.fast and sql_store._sql.insert_events.fast
+    fast = sql_store.read("r", after_seq=2)
+    core = core_path_only(EventStore(db_url))
+    assert core.read("r", after_seq=2) == fast
+    assert len({e.recorded_at for e in fast}) == 2  # one timestamp per append
+    assert all(e.recorded_at.utcoffset() is not None and e.position for e in fast)
+    assert core.state("r").version == sql_store.state("r").version == version + 6
+    core.close()
+
+
+def test_cached_fold_does_not_alias_the_callers_payload(store) -> None:
+    event = created("r")
+    store.append("r", [event], expected_version=0)
+    event.payload["config"]["seed"] = 99
+    event.payload["goal"] = "prepare"
+    assert store.state("r").created["config"] == {"seed": 0}
+    assert store.state("r").goal == "run"
+    assert store.read("r")[0].payload["config"] == {"seed": 0}
+
+
+def test_append_normalizes_tuples_and_refuses_non_json(store) -> None:
+    version = collecting(store)
+    started, checked = episode(0, 0)[:2]
+    checked = NewEvent(checked.type, {**checked.payload, "checks": ("a", "b")})
+    assert store.append("r", [started, checked], expected_version=version) == version + 2
+    assert store.read("r")[-1].payload["checks"] == ["a", "b"]
+    bad = NewEvent("ResetSubmitted", {"batch_index": 0, "episode_index": float("nan")})
+    with pytest.raises(EventSchemaError, match="ResetSubmitted: payload is not JSON-serializable"):
+        store.append("r", [bad], expected_version=version + 2)
+
+
+@pytest.mark.parametrize("payload", [
+    {"b": 1, "a": [1.5, None, True, {"z": "ü", "y": -0.0}], "c": "\u2028\n\"", "d": 1e300},
+    {"nested": {"k": (1, 2), "e": {}}, "big": 2**70, "s": "日本"},
+])
+def test_normalized_text_is_canonical_json_byte_for_byte(payload: dict) -> None:
+    data, text = normalize_payload("X", payload)
+    assert text == canonical_json(payload)
+    assert data == json.loads(text)
