@@ -416,6 +416,8 @@ class Folder:
         if t == "InitialChecked":
             ep.initial_passed = p["passed"]
         elif t == "EpisodeExecuted":
+            if not ep.initial_passed:
+                raise _Illegal(f"episode {key} failed its initial checks; it cannot be executed")
             ep.executed = True
             ep.completed = p["completed"]
         elif t == "EpisodeJudged":

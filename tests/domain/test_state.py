@@ -94,6 +94,16 @@ def test_initial_check_failure_skips_execution() -> None:
     assert st.episodes[(0, 0)].executed is False and st.episodes[(0, 0)].done
 
 
+def test_execution_after_failed_initial_checks_is_illegal() -> None:
+    """DESIGN: EpisodeExecuted is absent exactly when the initial checks failed."""
+    ep = episode(0, 0, accepted=False)
+    ep[1].payload["passed"] = False
+    with pytest.raises(
+        IllegalTransition, match=r"EpisodeExecuted .* failed its initial checks; it cannot be"
+    ):
+        fold_all([*collecting_prefix(), *ep])
+
+
 def test_rejected_episode_cannot_be_committed_nor_accepted_without_checks() -> None:
     ep = episode(0, 0, accepted=False)
     commit = episode(0, 0)[4]
@@ -102,7 +112,7 @@ def test_rejected_episode_cannot_be_committed_nor_accepted_without_checks() -> N
     ep = episode(0, 0)
     ep[1].payload["passed"] = False
     with pytest.raises(IllegalTransition, match="cannot be accepted without passed initial"):
-        fold_all([*collecting_prefix(), *ep])
+        fold_all([*collecting_prefix(), ep[0], ep[1], *ep[3:]])
 
 
 def test_second_episode_while_one_is_open_is_illegal() -> None:
