@@ -10,12 +10,16 @@ import hashlib
 import json
 from typing import Any
 
+# Bound once: ``json.dumps`` with non-default options builds a fresh encoder per call,
+# which is a large share of the cost of serializing small ledger payloads.
+_ENCODE = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
 
 def canonical_json(value: Any) -> str:
     """Serialize with sorted keys, compact separators and no NaN."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _ENCODE(value)
 
 
 def sha256_hex(data: bytes) -> str:

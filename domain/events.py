@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from domain.canonical import canonical_json
 from domain.errors import EventSchemaError
 
 SCHEMA_VERSION = 1
@@ -185,12 +186,7 @@ def validate_payload(
             )
 
 
-# The options of ``canonical_json``, bound once: ``json.dumps`` with non-default options
-# builds a fresh encoder per call, which was a third of the serialization cost per event.
-# A test pins the output to ``canonical_json`` byte for byte.
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
+
 _DECODE = json.JSONDecoder().decode
 
 
@@ -204,7 +200,7 @@ def normalize_payload(event_type: str, payload: Mapping[str, Any]) -> tuple[dict
     about 1.3 us per event, less than any Python-level deep copy.
     """
     try:
-        text = _CANONICAL(payload)
+        text = canonical_json(payload)
     except (TypeError, ValueError) as exc:
         raise EventSchemaError(f"{event_type}: payload is not JSON-serializable: {exc}") from exc
     return _DECODE(text), text
