@@ -37,6 +37,13 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 CONTROL_DECIMATION = 10  # physics steps per control/recording interval
+# A skill ends settled: every entity and robot joint below half the default ``at_rest``
+# tolerances (0.02 m/s, 0.3 rad/s), so a completed program leaves a scene the final checks
+# can judge at rest. Bounded: something still rolling after 2 s of simulated time is a
+# genuine physical outcome for the checks to reject, not something to wait out.
+SETTLE_LINEAR_M_S = 0.01
+SETTLE_ANGULAR_RAD_S = 0.15
+SETTLE_MAX_INTERVALS = 100
 
 
 def load_entity_geometry(task: TaskSpec, entity: EntitySpec, base_dir: Path) -> EntityGeometry:
@@ -81,6 +88,8 @@ class TaskEnvironment:
         self.replacements = 0
         self.closed = False
         self.held: str | None = None
+        # entity -> (x, y, bottom z) of its world AABB where it was picked up; pour puts it back
+        self.picked_from: dict[str, tuple[float, float, float]] = {}
         self.program_steps = 0
         log.info("sim.environment_built", task_id=task.task_id, deployment=str(deployment_dir))
 
@@ -199,6 +208,7 @@ class TaskEnvironment:
             raise
         self.replacements += 1
         self.held = None
+        self.picked_from = {}
         info = ReplacementInfo(
             roles_replaced=tuple(sorted(self.roles)), entities_kept=tuple(self.kept_order)
         )
@@ -243,6 +253,7 @@ class TaskEnvironment:
         if rng is not None and self.settle_steps:
             mujoco.mj_step(m, d, nstep=self.settle_steps)
         self.held = None
+        self.picked_from = {}
         self.program_steps = 0
 
     def close(self) -> None:
@@ -384,6 +395,33 @@ class TaskEnvironment:
     def hold(self, recorder: TrajectoryRecorder | None, intervals: int) -> None:
         for _ in range(intervals):
             self.step_control(recorder)
+
+    def motion(self) -> tuple[float, float]:
+        """Fastest linear (m/s) and angular (rad/s) speed over every entity and robot joint."""
+        qvel = self.data.qvel
+        linear = [float(np.linalg.norm(qvel[a : a + 3])) for a in self._entity_dof.values()]
+        angular = [float(np.linalg.norm(qvel[a + 3 : a + 6])) for a in self._entity_dof.values()]
+        robot = np.abs(qvel[self._robot_dof])
+        linear.extend(robot[[0, 1, 2, 5, 6]].tolist())
+        angular.extend(robot[[3, 4]].tolist())
+        return max(linear), max(angular)
+
+    def settle(
+        self,
+        recorder: TrajectoryRecorder | None,
+        *,
+        max_intervals: int = SETTLE_MAX_INTERVALS,
+        linear_m_s: float = SETTLE_LINEAR_M_S,
+        angular_rad_s: float = SETTLE_ANGULAR_RAD_S,
+    ) -> bool:
+        """Hold the current targets until the scene is still (bounded); True when it is."""
+        for _ in range(max_intervals):
+            linear, angular = self.motion()
+            if linear <= linear_m_s and angular <= angular_rad_s:
+                return True
+            self.step_control(recorder)
+        linear, angular = self.motion()
+        return linear <= linear_m_s and angular <= angular_rad_s
 
     # ------------------------------------------------------------------ program and checks
 

@@ -94,6 +94,7 @@ def pick(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     if rise < 0.5 * LIFT_HEIGHT_M:
         return _fail(step, f"object {eid!r} slipped: lifted {rise:.3f} m of {LIFT_HEIGHT_M:.3f} m")
     env.held = eid
+    env.picked_from[eid] = (float(centre[0]), float(centre[1]), bottom)
     return _done(step, f"grasped across {width:.3f} m")
 
 
@@ -128,22 +129,35 @@ def _align_held(env: TaskEnvironment, recorder: TrajectoryRecorder | None, targe
 def _carry_over(
     env: TaskEnvironment,
     recorder: TrajectoryRecorder | None,
-    target: str,
     point_world: np.ndarray,
     bottom_z: float,
+    *,
+    clear_z: float,
+    align_to: str | None,
 ) -> None:
-    """Carry the held object so its bottom centre is above ``point_world`` at ``bottom_z``."""
+    """Carry the held object so its bottom centre is above ``point_world`` at ``bottom_z``.
+
+    The object travels with its bottom above ``clear_z`` + the approach clearance, and turns
+    to line up with ``align_to``'s axes when given.
+    """
     held = env.held or ""
-    target_top = float(env.entity_world_aabb(target)[1][2])
     lo, _ = env.entity_world_aabb(held)
     offset_z = float(lo[2]) - float(env.tcp()[2])
-    travel = max(float(env.tcp()[2]), target_top + APPROACH_CLEARANCE_M - offset_z)
+    travel = max(float(env.tcp()[2]), clear_z + APPROACH_CLEARANCE_M - offset_z)
     env.move_tcp(recorder, z=travel)
-    _align_held(env, recorder, target)
+    if align_to is not None:
+        _align_held(env, recorder, align_to)
     lo, hi = env.entity_world_aabb(held)
     offset_xy = (lo[:2] + hi[:2]) / 2 - env.tcp()[:2]
     env.move_tcp(recorder, x=point_world[0] - offset_xy[0], y=point_world[1] - offset_xy[1])
     env.move_tcp(recorder, z=bottom_z - offset_z, speed_m_s=0.15)
+
+
+def _release(env: TaskEnvironment, recorder: TrajectoryRecorder | None) -> None:
+    """Open the fingers, forget the held object and back the gripper away upwards."""
+    env.set_fingers(recorder, env.layout.max_opening_m / 2, intervals=15)
+    env.held = None
+    env.move_tcp(recorder, z=float(env.tcp()[2]) + LIFT_HEIGHT_M)
 
 
 def place(
@@ -159,30 +173,40 @@ def place(
     target = step.target or ""
     centre = np.array([(lower[0] + upper[0]) / 2, (lower[1] + upper[1]) / 2, lower[2]])
     point = env.to_world(target, centre)
-    _carry_over(env, recorder, target, point, float(point[2]) + RELEASE_GAP_M)
-    env.set_fingers(recorder, env.layout.max_opening_m / 2, intervals=15)
-    env.held = None
-    env.move_tcp(recorder, z=float(env.tcp()[2]) + LIFT_HEIGHT_M)
+    target_top = float(env.entity_world_aabb(target)[1][2])
+    _carry_over(
+        env, recorder, point, float(point[2]) + RELEASE_GAP_M, clear_z=target_top, align_to=target
+    )
+    _release(env, recorder)
     env.hold(recorder, intervals=10)
     return _done(step, f"released onto {target!r} {name}")
 
 
 def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | None) -> SkillResult:
-    """Tilt the held object over the target's aperture with the wrist tilt hinge, then return.
+    """Tilt the held object over the target's aperture, tilt back, then set it down upright.
 
-    Physical: the gripper has a tilt hinge about its x axis. The object stays grasped.
+    The gripper has a tilt hinge about its x axis and the object stays grasped while
+    pouring. Like a person pouring, the robot then puts the object back where it was
+    picked up (``params.put_back``, default true) so the program ends with the scene at
+    rest; ``put_back: false`` keeps holding it for a following skill (e.g. ``place``).
     """
     if env.held != step.object:
         return _fail(step, f"object {step.object!r} is not held (pick it first)")
     found = _region_for(env, dataclasses.replace(step, relation="pours_into"))
     if isinstance(found, str):
         return _fail(step, found)
+    put_back = step.params.get("put_back", True)
+    if not isinstance(put_back, bool):
+        return _fail(step, "params.put_back must be true or false")
     _, lower, upper = found
     target = step.target or ""
     aperture = env.to_world(
         target, np.array([(lower[0] + upper[0]) / 2, (lower[1] + upper[1]) / 2, upper[2]])
     )
-    _carry_over(env, recorder, target, aperture, float(aperture[2]) + 0.03)
+    target_top = float(env.entity_world_aabb(target)[1][2])
+    _carry_over(
+        env, recorder, aperture, float(aperture[2]) + 0.03, clear_z=target_top, align_to=target
+    )
     tilt = math.radians(float(step.params.get("tilt_deg", 100.0)))
     env.move_tcp(recorder, tilt=tilt, speed_rad_s=1.5)
     env.hold(recorder, intervals=int(step.params.get("hold_intervals", 15)))
@@ -190,7 +214,21 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     if env.finger_width() < 0.002:
         env.held = None
         return _fail(step, f"object {step.object!r} dropped while pouring")
-    return _done(step, f"poured over {target!r} at {math.degrees(tilt):.0f} deg")
+    poured = f"poured over {target!r} at {math.degrees(tilt):.0f} deg"
+    origin = env.picked_from.get(step.object)
+    if not put_back or origin is None:
+        return _done(step, poured)
+    x, y, bottom = origin
+    _carry_over(
+        env,
+        recorder,
+        np.array([x, y]),
+        bottom + RELEASE_GAP_M,
+        clear_z=target_top,
+        align_to=None,
+    )
+    _release(env, recorder)
+    return _done(step, f"{poured}; put back at ({x:.3f}, {y:.3f})")
 
 
 for _name, _fn in (("pick", pick), ("place", place), ("pour", pour)):
@@ -204,6 +242,8 @@ def run_program(env: TaskEnvironment, recorder: TrajectoryRecorder | None) -> Pr
     results: list[SkillResult] = []
     program = env.task.program
     for step in program:
+        # Every completed skill ends with a bounded settle (see environment.settle), so the
+        # final checks judge the scene the program left, not the tail of an arm motion.
         before = env.program_steps
         fn = _SKILLS.get(step.skill)
         if fn is None:
@@ -220,6 +260,11 @@ def run_program(env: TaskEnvironment, recorder: TrajectoryRecorder | None) -> Pr
             if not isinstance(outcome, SkillResult):
                 outcome = _fail(step, f"skill returned {type(outcome).__name__}, not SkillResult")
             result = outcome
+        if result.completed and not env.settle(recorder):
+            linear, angular = env.motion()
+            unsettled = f"not settled: {linear:.4f} m/s, {angular:.3f} rad/s"
+            detail = f"{result.detail}; {unsettled}" if result.detail else unsettled
+            result = dataclasses.replace(result, detail=detail)
         results.append(dataclasses.replace(result, steps=env.program_steps - before))
         if not result.completed:
             break

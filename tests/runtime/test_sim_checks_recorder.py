@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -106,7 +107,7 @@ def test_registered_and_unknown_skills(tmp_path: Path) -> None:
     assert "unknown skill 'juggle'" in result.detail
 
 
-def test_pour_tilts_the_wrist_and_keeps_the_object(tmp_path: Path) -> None:
+def test_pour_tilts_the_wrist_keeps_the_object_then_puts_it_back(tmp_path: Path) -> None:
     deployment = write_deployment(
         tmp_path / "pour",
         item_size=(0.04, 0.04, 0.06),
@@ -124,7 +125,14 @@ def test_pour_tilts_the_wrist_and_keeps_the_object(tmp_path: Path) -> None:
     tilt = payload["robot_qpos"][:, 4]
     assert float(tilt.max()) == pytest.approx(1.5708, abs=0.05)
     assert abs(float(tilt[-1])) < 0.05
-    assert env.held == "item"
+    # grasped through the whole tilt: the fingers never closed on nothing
+    at_max = int(np.argmax(tilt))
+    assert float(payload["finger_width"][at_max]) > 0.03
+    # then set down upright near where it was picked up, released
+    assert env.held is None
+    pos, rot = env.entity_pose("item")
+    assert abs(float(pos[2])) < 0.003 and rot[2, 2] > 0.99
+    assert np.linalg.norm(pos[:2] - np.array([0.0, -0.15])) < 0.02
 
 
 def _record(env: TaskEnvironment, seed: int, path: Path):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from domain.assets import PreparationContext
-from runtime.sim import TaskEnvironment, checks_accept
+from runtime.sim import TaskEnvironment, TrajectoryRecorder, checks_accept, trajectory_bytes
 from tests.runtime.sim_fixtures import task_mapping
 
 demo_catalog = pytest.importorskip("runtime.assets.demo_catalog")
@@ -91,3 +92,90 @@ def test_place_on_platform_support_region(prepared: tuple[Path, dict[str, str]])
     assert [c.status for c in final] == ["passed", "passed", "passed", "unavailable"]
     assert final[3].detail == "target 'bin' declares no container_region"
     assert not checks_accept(final)
+
+
+def _pour_folder(root: Path, name: str, relpaths: dict[str, str], pour: dict) -> Path:
+    folder = root / name
+    folder.mkdir()
+    mapping = task_mapping(
+        {"package": "../" + relpaths["bottle-mouth-r015"]},
+        {"package": "../" + relpaths["cup-r035"]},
+        program=[{"skill": "pick", "object": "item"}, pour],
+        final_checks=[
+            {"check": "target_upright", "target": "bin"},
+            "at_rest",
+            {"check": "upright", "object": "item"},
+            {"check": "on_table", "object": "item"},
+        ],
+    )
+    mapping["asset_requirements"] = {
+        "roles": {
+            "item": {
+                "entity_id": "item",
+                "query": {"category": "bottle", "capabilities": ["pour_source"]},
+            },
+            "bin": {"entity_id": "bin", "query": {"category": "cup"}},
+        },
+        "relations": [
+            {
+                "kind": "pours_into",
+                "object_role": "item",
+                "target_role": "bin",
+                "clearance_m": 0.005,
+            }
+        ],
+        "category_aliases": {},
+    }
+    (folder / "task.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
+    return folder
+
+
+def test_pour_bottle_into_cup_is_accepted_and_leaves_the_scene_at_rest(
+    prepared: tuple[Path, dict[str, str]],
+) -> None:
+    root, relpaths = prepared
+    folder = _pour_folder(
+        root, "pour", relpaths, {"skill": "pour", "object": "item", "target": "bin"}
+    )
+    env = TaskEnvironment.from_deployment(folder, settle_steps=50)
+    payloads = []
+    for _ in range(2):
+        env.reset(6)
+        initial = env.run_checks(env.task.checks.initial)
+        assert checks_accept(initial)
+        recorder = TrajectoryRecorder.for_environment(env)
+        start = env.entity_pose("item")[0]
+        program = env.run_program(recorder)
+        assert program.completed, program.detail
+        assert "put back at" in program.skills[1].detail
+        final = env.run_checks(env.task.checks.final)
+        assert [(c.name, c.status) for c in final] == [
+            ("target_upright", "passed"),
+            ("at_rest", "passed"),
+            ("upright", "passed"),
+            ("on_table", "passed"),
+        ]
+        assert final[1].metrics["linear_m_s"] < 0.02 and final[1].metrics["angular_rad_s"] < 0.3
+        assert env.held is None
+        # set down upright where it was picked up
+        assert np.linalg.norm(env.entity_pose("item")[0][:2] - start[:2]) < 0.01
+        payloads.append(trajectory_bytes(recorder.to_payload({"seed": 6})))
+    assert payloads[0] == payloads[1]  # deterministic
+
+
+def test_pour_without_put_back_keeps_holding_and_still_ends_settled(
+    prepared: tuple[Path, dict[str, str]],
+) -> None:
+    root, relpaths = prepared
+    pour = {"skill": "pour", "object": "item", "target": "bin", "params": {"put_back": False}}
+    env = TaskEnvironment.from_deployment(_pour_folder(root, "pour_hold", relpaths, pour))
+    env.reset(1)
+    program = env.run_program(None)
+    assert program.completed, program.detail
+    assert env.held == "item"
+    final = env.run_checks(env.task.checks.final)
+    assert [(c.name, c.status) for c in final[:2]] == [
+        ("target_upright", "passed"),
+        ("at_rest", "passed"),
+    ]
+    assert final[3].status == "failed"  # still in the air, above the cup
