@@ -18,6 +18,9 @@ from sqlalchemy.engine import Connection, Engine
 import migrations
 from store.engine import make_engine, resolve_url
 
+# PostgreSQL advisory lock key serializing schema upgrades (ASCII "astcast").
+_UPGRADE_LOCK_KEY = 0x61737463617374
+
 
 def alembic_config(url: str | None = None) -> Config:
     """An Alembic Config built in code (no alembic.ini or CWD needed)."""
@@ -37,12 +40,21 @@ def _current(conn: Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
 
 
+def _lock_schema(conn: Connection) -> None:
+    """Serialize concurrent upgrades: SQLite already holds the write lock (BEGIN
+    IMMEDIATE); PostgreSQL takes a transaction-scoped advisory lock, since two
+    transactions creating the same tables would otherwise fail on catalog conflicts."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _UPGRADE_LOCK_KEY})
+
+
 def upgrade_engine(engine: Engine) -> str:
     """Upgrade to head under the write lock, so concurrent openers do not race."""
     head = head_revision()
     with engine.connect() as conn:
         conn.execution_options(sqlite_begin="IMMEDIATE")
         with conn.begin():
+            _lock_schema(conn)
             if _current(conn) == head:
                 return head
             cfg = alembic_config(str(engine.url))

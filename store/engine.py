@@ -1,11 +1,13 @@
-"""Engine construction: URL resolution and the SQLite durability settings.
+"""Engine construction: URL resolution, the SQLite durability settings, driver errors.
 
 Every SQLite connection gets WAL, ``synchronous=FULL`` and a busy timeout via a
 connect listener, so an acknowledged append survives a killed writer no matter
 which code path opened the connection. Python's sqlite3 module is switched to
 autocommit so SQLAlchemy's ``begin`` emits the BEGIN itself; that lets writers ask
 for ``BEGIN IMMEDIATE`` (``execution_options(sqlite_begin="IMMEDIATE")``) and take
-the write lock before reading what they are about to change.
+the write lock before reading what they are about to change. Other dialects ignore
+that option and keep their defaults (PostgreSQL: READ COMMITTED, where the store's
+compare-and-swap UPDATE waits on a concurrent writer's row lock and then re-checks).
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import os
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 DEFAULT_URL = "sqlite:///assetcast.db"
 BUSY_TIMEOUT_MS = 30_000
+# SQLSTATEs meaning "a concurrent transaction won": serialization failure, deadlock.
+_CONFLICT_SQLSTATES = frozenset({"40001", "40P01"})
 
 
 def resolve_url(url: str | None = None) -> str:
@@ -28,6 +33,18 @@ def resolve_url(url: str | None = None) -> str:
 def safe_url(engine: Engine) -> str:
     """The engine URL without its password, for messages."""
     return engine.url.render_as_string(hide_password=True)
+
+
+def is_write_conflict(exc: DBAPIError) -> bool:
+    """True if the driver error says a concurrent transaction got there first.
+
+    Under REPEATABLE READ or SERIALIZABLE, PostgreSQL reports a lost race on the runs
+    row as a serialization failure instead of letting the conditional UPDATE match no
+    row; either way the caller lost the optimistic-concurrency race.
+    """
+    orig = exc.orig
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return code in _CONFLICT_SQLSTATES
 
 
 def make_engine(url: str | None = None) -> Engine:

@@ -3,7 +3,11 @@
 Appends are one transaction: a compare-and-swap on ``runs.version`` (or the insert
 of the run row for version 0) followed by the event rows. The CAS is what makes
 optimistic concurrency portable: whoever updates the version first wins, the other
-writer's update matches no row and its whole batch is rolled back.
+writer's update matches no row and its whole batch is rolled back. On SQLite the
+writer holds the database lock from BEGIN IMMEDIATE; on PostgreSQL (READ COMMITTED)
+the loser's UPDATE waits on the winner's row lock, re-reads the row after the commit
+and matches nothing. Stricter isolation levels report the same race as a
+serialization failure, which is mapped to the same ConcurrencyError.
 """
 
 from __future__ import annotations
@@ -14,15 +18,16 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from domain.errors import ConcurrencyError, EventSchemaError, LeaseHeld, UnknownRun
 from domain.events import SCHEMA_VERSION, validate_payload
 from domain.state import RunState
 from store.admin import ensure_schema
 from store.base import PreparedEvent, Row, StoreCore
-from store.engine import make_engine, safe_url
+from store.engine import is_write_conflict, make_engine, safe_url
 from store.leases import Lease, LeaseLost, held_message, is_live, new_expiry, this_host
 from store.records import LeaseInfo, RecordedEvent, RunSummary, as_utc, utcnow
 from store.statements import DriverStatement
@@ -40,8 +45,9 @@ class _Statements:
     """The hot-path statements, compiled once for the engine's dialect."""
 
     def __init__(self, dialect: Dialect) -> None:
+        # inline(): no RETURNING of the generated position (PostgreSQL would add one).
         self.insert_events = DriverStatement(
-            events_table.insert(), dialect,
+            events_table.insert().inline(), dialect,
             column_keys=("run_id", "seq", "type", "payload", "recorded_at", "schema_version"),
         )
         self.bump_run = DriverStatement(
@@ -192,46 +198,61 @@ class EventStore(StoreCore):
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
         state: RunState,
     ) -> None:
+        try:
+            with self._write_conn() as conn, conn.begin():
+                self._write_in(conn, run_id, prepared, expected_version, state)
+        except DBAPIError as exc:
+            if not is_write_conflict(exc):
+                raise
+            raise ConcurrencyError(
+                f"run {run_id!r}: expected version {expected_version} is stale; "
+                "another session appended first (concurrent transaction)"
+            ) from exc
+
+    def _write_in(
+        self, conn: Connection, run_id: str, prepared: Sequence[PreparedEvent],
+        expected_version: int, state: RunState,
+    ) -> None:
+        """The append's statements, inside the caller's transaction."""
         now = utcnow()
         version = prepared[-1].seq
         sql = self._sql
-        with self._write_conn() as conn, conn.begin():
-            if expected_version == 0:
-                created = state.created or {}
-                try:
-                    conn.execute(
-                        runs_table.insert().values(
-                            run_id=run_id, created_at=now, updated_at=now, state=state.state,
-                            version=version, goal=created.get("goal"),
-                            task_id=created.get("task_id"),
-                        )
-                    )
-                except IntegrityError as exc:
-                    raise ConcurrencyError(
-                        f"run {run_id!r} already exists; expected version 0 is stale"
-                    ) from exc
-            else:
-                # The compare-and-swap: one conditional UPDATE, its row count decides.
-                result = sql.bump_run.execute(conn, {
-                    "w_run_id": run_id, "w_expected": expected_version,
-                    "w_state": state.state, "w_version": version, "w_now": now,
-                })
-                if result.rowcount != 1:
-                    raise ConcurrencyError(
-                        f"run {run_id!r}: expected version {expected_version} is stale; "
-                        "another session appended first"
-                    )
+        if expected_version == 0:
+            created = state.created or {}
             try:
-                sql.insert_events.execute_rows(
-                    conn,
-                    {"run_id": run_id, "recorded_at": now, "schema_version": SCHEMA_VERSION},
-                    _EVENT_ROW_KEYS,
-                    [(e.seq, e.type, e.text) for e in prepared],
+                conn.execute(
+                    runs_table.insert().values(
+                        run_id=run_id, created_at=now, updated_at=now, state=state.state,
+                        version=version, goal=created.get("goal"),
+                        task_id=created.get("task_id"),
+                    )
                 )
             except IntegrityError as exc:
                 raise ConcurrencyError(
-                    f"run {run_id!r}: seq {prepared[0].seq} already exists"
+                    f"run {run_id!r} already exists; expected version 0 is stale"
                 ) from exc
+        else:
+            # The compare-and-swap: one conditional UPDATE, its row count decides.
+            result = sql.bump_run.execute(conn, {
+                "w_run_id": run_id, "w_expected": expected_version,
+                "w_state": state.state, "w_version": version, "w_now": now,
+            })
+            if result.rowcount != 1:
+                raise ConcurrencyError(
+                    f"run {run_id!r}: expected version {expected_version} is stale; "
+                    "another session appended first"
+                )
+        try:
+            sql.insert_events.execute_rows(
+                conn,
+                {"run_id": run_id, "recorded_at": now, "schema_version": SCHEMA_VERSION},
+                _EVENT_ROW_KEYS,
+                [(e.seq, e.type, e.text) for e in prepared],
+            )
+        except IntegrityError as exc:
+            raise ConcurrencyError(
+                f"run {run_id!r}: seq {prepared[0].seq} already exists"
+            ) from exc
 
     # -- leases -----------------------------------------------------------------------
     def lease_info(self, run_id: str) -> LeaseInfo | None:
@@ -268,18 +289,7 @@ class EventStore(StoreCore):
             }
             try:
                 with self._write_conn() as conn, conn.begin():
-                    current = self._lease_row(conn, run_id, lock=True)
-                    mine = current is not None and (current.owner, current.pid, current.host) == (
-                        owner, pid, host
-                    )
-                    if current is None:
-                        conn.execute(leases_table.insert().values(run_id=run_id, **values))
-                    elif mine or not is_live(current, now, host):
-                        conn.execute(
-                            leases_table.update().where(_L.run_id == run_id).values(**values)
-                        )
-                    else:
-                        raise LeaseHeld(held_message(current))
+                    current, mine = self._claim_lease(conn, run_id, values, now)
             except IntegrityError:
                 continue  # another session inserted first; look again
             lease = Lease(
@@ -289,6 +299,31 @@ class EventStore(StoreCore):
             self._append_takeover(lease)
             return lease
         raise LeaseHeld(f"run {run_id!r}: lease contended, try again")
+
+    def _claim_lease(
+        self, conn: Connection, run_id: str, values: dict, now: datetime
+    ) -> tuple[LeaseInfo | None, bool]:
+        """Write our lease row unless a live foreign one exists (LeaseHeld then).
+
+        Returns the row found before ours (None if there was none) and whether it was
+        already ours. Race-free: the insert-if-absent waits for a concurrent inserter
+        and the existing row is read under a row lock before it is overwritten; on
+        dialects without insert-if-absent a lost insert race raises IntegrityError,
+        which the caller retries.
+        """
+        if _insert_lease_if_absent(conn, run_id, values):
+            return None, False
+        current = self._lease_row(conn, run_id, lock=True)
+        if current is None:  # absent and insert-if-absent unsupported (or just released)
+            conn.execute(leases_table.insert().values(run_id=run_id, **values))
+            return None, False
+        mine = (current.owner, current.pid, current.host) == (
+            values["owner"], values["pid"], values["host"]
+        )
+        if not mine and is_live(current, now, values["host"]):
+            raise LeaseHeld(held_message(current))
+        conn.execute(leases_table.update().where(_L.run_id == run_id).values(**values))
+        return current, mine
 
     def _renew_lease(self, lease: Lease) -> datetime:
         now = utcnow()
@@ -316,3 +351,21 @@ class EventStore(StoreCore):
                     _L.host == lease.host,
                 )
             )
+
+
+def _insert_lease_if_absent(conn: Connection, run_id: str, values: dict) -> bool:
+    """Insert the lease row unless one exists; True if inserted.
+
+    Dialect-specific ``INSERT ... ON CONFLICT DO NOTHING`` (PostgreSQL, SQLite): on
+    PostgreSQL it waits for a concurrent inserter of the same run instead of failing
+    the transaction with a unique violation. Other dialects return False and take the
+    portable path (locked read, then insert or update).
+    """
+    name = conn.dialect.name
+    if name == "postgresql":
+        stmt = postgresql.insert(leases_table).on_conflict_do_nothing(index_elements=[_L.run_id])
+    elif name == "sqlite":
+        stmt = sqlite.insert(leases_table).on_conflict_do_nothing(index_elements=[_L.run_id])
+    else:
+        return False
+    return conn.execute(stmt.values(run_id=run_id, **values)).rowcount == 1

@@ -4,8 +4,11 @@ Why: for a 50-event append, SQLAlchemy's per-execution work (cache lookup, one
 parameter dict processed per row, result setup) cost more than the SQLite commit
 itself. The SQL text here still comes from the Table metadata compiled by the
 engine's own dialect, so nothing is SQLite-specific; only the per-call machinery
-is skipped. Dialects with named parameter styles (where the driver's parameter
-format would have to be guessed) keep the ordinary Core execution path.
+is skipped. Positional drivers (sqlite3: ``?``) get tuples in the compiled order;
+named ones (psycopg 3: ``%(name)s``) get dicts keyed by the compiled bind names.
+A statement whose binds the compiler had to rename, expand or render literally
+keeps the ordinary Core execution path, because its driver parameters would have
+to be guessed.
 """
 
 from __future__ import annotations
@@ -28,14 +31,16 @@ class DriverStatement:
     ) -> None:
         self.stmt = stmt
         compiled = stmt.compile(dialect=dialect, column_keys=list(column_keys or []) or None)
-        order = compiled.positiontup
         binds = compiled.binds
+        self.named = not dialect.positional
+        order = compiled.positiontup if dialect.positional else tuple(binds)
         self.fast = bool(
-            dialect.positional
-            and order is not None
+            order is not None
             and all(name in binds for name in order)
             and not compiled.literal_execute_params
             and not compiled.post_compile_params
+            and not compiled.escaped_bind_names
+            and (not self.named or len(set(compiled.bind_names.values())) == len(binds))
         )
         self.sql = compiled.string
         self.order: tuple[str, ...] = tuple(order or ())
@@ -44,11 +49,12 @@ class DriverStatement:
             for name in self.order
         ) if self.fast else ()
 
-    def driver_params(self, values: Mapping[str, Any]) -> tuple:
-        return tuple(
+    def driver_params(self, values: Mapping[str, Any]) -> tuple | dict[str, Any]:
+        processed = tuple(
             value if proc is None else proc(value)
             for proc, value in zip(self.processors, (values[n] for n in self.order), strict=True)
         )
+        return dict(zip(self.order, processed, strict=True)) if self.named else processed
 
     def execute(self, conn: Connection, values: Mapping[str, Any]) -> CursorResult:
         if self.fast:
@@ -61,8 +67,9 @@ class DriverStatement:
     ) -> None:
         """Execute once per row; each row holds ``row_keys`` and shares ``const``.
 
-        The fast path builds each driver tuple with one concatenation and one C-level
-        reorder, instead of a dict per row processed column by column.
+        The fast path builds each driver row with one concatenation and one C-level
+        reorder (positional) or one zip (named), instead of a dict per row processed
+        column by column.
         """
         if not self.fast:
             conn.execute(  # type: ignore[call-overload]
@@ -86,7 +93,10 @@ class DriverStatement:
                 )
                 for r in rows
             ]
-        if len(self.order) == 1:
+        params: list[Any]
+        if self.named:
+            params = [dict(zip(layout, head + r, strict=True)) for r in rows]
+        elif len(self.order) == 1:
             params = [head + r for r in rows]
         else:
             reorder = operator.itemgetter(*(layout.index(k) for k in self.order))

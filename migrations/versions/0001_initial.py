@@ -26,9 +26,14 @@ _SQLITE_TRIGGERS = (
     BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE refused'); END""",
 )
 
+# SQLSTATE class 23 makes drivers raise IntegrityError, as SQLite's RAISE(ABORT) does,
+# so callers see the same exception class on both dialects.
 _POSTGRES_TRIGGERS = (
     """CREATE FUNCTION assetcast_events_immutable() RETURNS trigger AS $$
-    BEGIN RAISE EXCEPTION 'events are immutable: % refused', TG_OP; END;
+    BEGIN
+        RAISE EXCEPTION 'events are immutable: % refused', TG_OP
+            USING ERRCODE = 'integrity_constraint_violation';
+    END;
     $$ LANGUAGE plpgsql""",
     """CREATE TRIGGER events_immutable BEFORE UPDATE OR DELETE ON events
     FOR EACH ROW EXECUTE FUNCTION assetcast_events_immutable()""",
