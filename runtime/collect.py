@@ -3,10 +3,19 @@
 The environment is built for the first batch this session has to do and reused: per batch
 only the role bodies are replaced. Every episode resets with its derived seed
 (:func:`runtime.seeds.episode_seed`), settles, runs the initial checks (which gate
-execution), the program, the measured checks (which gate acceptance), and then commits or
-discards its trajectory. The episode's events go into the log in one append *after* the
-trajectory file is durable, so the log never claims a file that is not on disk, and a crash
-at any instant leaves either the whole episode or nothing of it in the log.
+execution), the program, the measured checks (which gate acceptance), commits or discards
+its trajectory, and then asks the environment to return to its nominal state
+(``env.reset(None)``; `ResetSubmitted` is logged only once that call returned). The
+episode's events go into the log in one append *after* the trajectory file is durable, so
+the log never claims a file that is not on disk, and a crash at any instant leaves either
+the whole episode or nothing of it in the log.
+
+Appends are pipelined: a single writer thread (:mod:`runtime.collect_support.ledger`)
+appends episode N's transaction while episode N+1 runs, in order. The writer is drained
+before the environment is reported closed, before `RunFailed`, and wherever the collector
+needs the run's version, and an append error is raised (the same object) in this thread at
+the next submission or drain. A SIGKILL can therefore lose the last episode or two: their
+files may be on disk unlogged, which resume reports, ignores and re-runs.
 
 The same code serves a first collection and a resumed one: the plan is read from the log,
 done episodes (commit-or-discard logged) are skipped, and the rest are run from their start.
@@ -29,6 +38,7 @@ import structlog
 from domain.errors import AssetcastError
 from domain.task import CheckSpec
 from runtime.collect_support.episode import EpisodeContext, run_episode
+from runtime.collect_support.ledger import LedgerWriter, Tag
 from runtime.collect_support.plan import (
     BatchPlan,
     CollectionPlan,
@@ -45,12 +55,20 @@ from runtime.collect_support.recordings import (
 from runtime.files import write_json_atomic
 from runtime.session import CollectorSession, SessionLost
 from store.projections.collection_report import collection_report
-from store.records import NewEvent
 
 log = structlog.get_logger(__name__)
 
 REPORT_NAME = "report.json"
+# Jobs the ledger writer may hold besides the one it is writing (see collect_support.ledger):
+# a SIGKILL loses at most this many + 1 episodes' events. 0 appends synchronously, which
+# bench/bench_collect.py uses to measure what the pipeline saves.
+LEDGER_PIPELINE_DEPTH = 1
 EnvironmentFactory = Callable[..., Any]
+"""``factory(deployment_dir, *, seed, settle_steps) -> environment``. The environment must
+provide ``reset(seed: int | None)`` (an int: the episode's deterministic start; None: return
+to the nominal state after an episode, no noise, no settling), ``replace_assets(deployment_dir)``
+returning an object with ``roles_replaced`` and ``entities_kept``, ``run_checks(specs)``,
+``run_program(recorder)`` and ``close()``; ``constructions`` is optional."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +201,9 @@ class _Collector:
         self.session = session
         self.plan = plan
         self.run_id = plan.run_id
-        self.version = version
+        self.writer = LedgerWriter(
+            store, plan.run_id, version, before_append=session.check, depth=LEDGER_PIPELINE_DEPTH
+        )
         self.initial_checks = initial_checks
         self.final_checks = final_checks
         self.factory = factory
@@ -202,15 +222,25 @@ class _Collector:
     # ------------------------------------------------------------------ ledger
 
     def append(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """Append ``events`` (after any deferred ones) in one transaction."""
+        """Submit ``events`` (after any deferred ones) as one transaction to the writer.
+
+        The append itself happens on the writer thread while the caller goes on; an earlier
+        append's error is raised here (see :mod:`runtime.collect_support.ledger`).
+        """
         self.session.check()
         batch = [*self.deferred, *events]
-        self.version = self.store.append(
-            self.run_id,
-            [NewEvent(kind, payload) for kind, payload in batch],
-            expected_version=self.version,
-        )
+        self.writer.submit(batch, Tag(self.phase, self.batch_index, self.episode_index))
         self.deferred = []
+
+    def append_now(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Append and wait until it (and everything before it) is in the log."""
+        self.append(events)
+        self.writer.drain()
+
+    @property
+    def version(self) -> int:
+        """The run's version after everything submitted so far (exact after a drain)."""
+        return self.writer.version
 
     def defer(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Hold ``events`` for the next append: each durable commit costs an fsync, so a batch's
@@ -222,7 +252,8 @@ class _Collector:
 
     def run(self) -> None:
         plan = self.plan
-        self.append(
+        # Synchronous: a refusal (stale version, lost lease) stops us before the build.
+        self.append_now(
             [
                 (
                     "CollectionStarted",
@@ -356,11 +387,15 @@ class _Collector:
             outcome = run_episode(
                 self.env, ctx, episode_index, initial_checks=initial, final_checks=final
             )
-            record = EpisodeRecord(outcome.accepted, outcome.committed, True)
+            record = EpisodeRecord(outcome.accepted, outcome.committed, outcome.reset_error is None)
             events = list(outcome.events)
+            if outcome.reset_error is not None:
+                self._record_unreset_episode(events, outcome.reset_error)
+                raise outcome.reset_error
             if episode_index == todo[-1]:
                 # The batch's last episode and BatchFinished share one transaction.
                 events.append(self._batch_finished(batch.batch_index, extra=record))
+            # Queued: the writer appends it while the next episode runs.
             self.append(events)
             plan.record_done(batch.batch_index, episode_index, record)
             self._log_episode(batch.batch_index, episode_index, outcome)
@@ -373,6 +408,23 @@ class _Collector:
         if not todo:  # every episode was done before the crash; only the batch end is missing
             self.phase = "finish_batch"
             self.append([self._batch_finished(batch.batch_index, extra=None)])
+
+    def _record_unreset_episode(
+        self, events: list[tuple[str, dict[str, Any]]], reset_error: BaseException
+    ) -> None:
+        """Queue a done episode whose reset failed: its trajectory is durable and its verdict
+        known, so its events up to commit-or-discard go in (no ResetSubmitted, no
+        BatchFinished: the episode stays open until a later session). The failure path that
+        follows drains the writer before `RunFailed`, so they are logged ahead of it."""
+        try:
+            self.append(events)
+        except BaseException as append_error:
+            # An earlier append failed first; that error leads, the reset failure is a note.
+            append_error.add_note(
+                f"The environment reset after this episode also failed: "
+                f"{type(reset_error).__name__}: {reset_error}"
+            )
+            raise
 
     def _batch_finished(
         self, batch_index: int, *, extra: EpisodeRecord | None
@@ -413,19 +465,22 @@ class _Collector:
         """Close once and record whether it worked, with ``then`` in the same append on
         success. A close failure is recorded and propagates (``then`` is not appended)."""
         self.phase = "close_environment"
+        # Every episode is in the log before the environment is reported closed; an append
+        # error raised here goes through the failure path (which closes the environment).
+        self.writer.drain()
         if self.env is None:  # nothing was left to run in this session
             self.phase = "complete"
-            self.append(then)
+            self.append_now(then)
             return
         assert not self.deferred, "every batch ends with an append"
         env, self.env = self.env, None
         try:
             env.close()
         except BaseException as error:
-            self.append([self._closed_event(error)])
+            self.append_now([self._closed_event(error)])
             raise
         self.phase = "complete"
-        self.append([self._closed_event(None), *then])
+        self.append_now([self._closed_event(None), *then])
 
     def _closed_event(self, error: BaseException | None) -> tuple[str, dict[str, Any]]:
         return (
@@ -440,6 +495,7 @@ class _Collector:
 
     def fail(self, error: BaseException) -> None:
         """Close the environment, append `RunFailed`; attach any secondary failure as a note."""
+        self._settle_writer(error)
         can_append = not isinstance(error, SessionLost) and self.session._lost is None
         if self.env is not None:
             env, self.env = self.env, None
@@ -475,19 +531,39 @@ class _Collector:
             episode_index=self.episode_index,
         )
 
+    def _settle_writer(self, error: BaseException) -> None:
+        """Let the writer finish what was queued before the failure is recorded.
+
+        If the failure *is* a writer error, `RunFailed` names the job that was refused (its
+        phase, batch and episode), not the episode that happened to be running when it
+        surfaced. A writer error behind another failure becomes a note on it."""
+        self.writer.settle()
+        pending, tag = self.writer.pending_error, self.writer.error_tag
+        if pending is error and tag is not None:
+            self.phase, self.batch_index, self.episode_index = (
+                tag.phase, tag.batch_index, tag.episode_index
+            )
+        elif pending is not None:
+            error.add_note(
+                f"Appending collection events also failed: {type(pending).__name__}: {pending}"
+            )
+
     def _append_secondary(
         self, error: BaseException, events: list[tuple[str, dict[str, Any]]], what: str
     ) -> None:
         try:
-            # An interrupted append may or may not have committed: re-read the version.
-            self.version = self.store.state(self.run_id).version
+            # The writer is settled; an interrupted append may or may not have committed:
+            # re-read the version and continue from it.
+            self.writer.settle()
+            self.writer.reset_version(self.store.state(self.run_id).version)
             try:
-                self.append(events)
+                self.append_now(events)
             except Exception:
                 if not self.deferred:
                     raise
                 self.deferred = []  # the deferred events may be what was refused
-                self.append(events)
+                self.writer.reset_version(self.store.state(self.run_id).version)
+                self.append_now(events)
         except BaseException as exc:
             error.add_note(f"Recording {what} also failed: {type(exc).__name__}: {exc}")
 
@@ -535,16 +611,20 @@ def run_collection(
     )
     path = report_path_of(plan)
     try:
-        collector.run()
-    except BaseException as error:
-        collector.fail(error)
         try:
-            write_report(store, run_id, path)
-        except BaseException as report_error:
-            error.add_note(
-                f"Collection report also failed: {type(report_error).__name__}: {report_error}"
-            )
-        raise
+            collector.run()
+        except BaseException as error:
+            collector.fail(error)
+            try:
+                write_report(store, run_id, path)
+            except BaseException as report_error:
+                error.add_note(
+                    f"Collection report also failed: {type(report_error).__name__}: "
+                    f"{report_error}"
+                )
+            raise
+    finally:
+        collector.writer.close()
     report = write_report(store, run_id, path)
     return result_from_report(run_id, report, path, unlogged)
 
@@ -574,6 +654,10 @@ def collect(
     The lease is taken first, so a second `collect`/`resume` of the same run while this one
     is alive is refused with ``LeaseHeld`` naming this session. An interrupted or failed
     collection is continued with ``runtime.resume.resume``, never with ``collect``.
+
+    ``environment_factory(deployment_dir, *, seed, settle_steps)`` replaces the MuJoCo
+    environment; what it returns must offer ``reset(seed | None)``, ``replace_assets``,
+    ``run_checks``, ``run_program`` and ``close`` (see ``EnvironmentFactory``).
     """
     session = CollectorSession.open(store, run_id)
     try:

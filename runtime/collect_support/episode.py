@@ -4,6 +4,11 @@ Nothing here touches the store: the episode produces its trajectory file (fsynce
 ``commit_trajectory``) and then the complete list of its events, which the collector appends
 in ONE transaction. So the log either knows the whole episode, including a receipt for a
 file that is already durable, or nothing of it (and resume re-runs it from its start).
+
+After the commit-or-discard the environment is asked to return to its nominal state with
+``env.reset(None)``; only when that call returns does the episode get `ResetSubmitted`.
+A reset that raises leaves a *done* episode (its verdict and file stand) without
+`ResetSubmitted`; the collector logs it and then fails the run with that error.
 """
 
 from __future__ import annotations
@@ -39,9 +44,13 @@ class EpisodeContext:
 
 @dataclass(frozen=True)
 class EpisodeRun:
+    """The episode's events and verdict. ``reset_error`` is set when the post-episode
+    ``env.reset(None)`` raised: ``events`` then end at the commit-or-discard."""
+
     events: list[tuple[str, dict[str, Any]]]
     accepted: bool
     committed: dict[str, Any] | None
+    reset_error: BaseException | None = None
 
 
 def _sim() -> Any:
@@ -77,7 +86,8 @@ def run_episode(
     initial_checks: Sequence[CheckSpec],
     final_checks: Sequence[CheckSpec],
 ) -> EpisodeRun:
-    """Reset, check, execute, judge and commit-or-discard one episode; return its events."""
+    """Reset, check, execute, judge, commit-or-discard and reset one episode; return its
+    events. Exceptions before the commit-or-discard propagate (the episode is not done)."""
     sim = _sim()
     b, j = ctx.batch_index, episode_index
     seed = episode_seed(ctx.batch_seed, j)
@@ -152,8 +162,13 @@ def run_episode(
         events.append(
             ("TrajectoryDiscarded", {"batch_index": b, "episode_index": j, "reason": discard})
         )
-    # The recorder's buffers are dropped here; the next episode starts from env.reset(seed),
-    # so nothing of this episode carries over. That release is the "reset submitted" fact.
+    # Only now, with the verdict fixed and the file durable, is the environment asked to
+    # return to its nominal state. ResetSubmitted records that this request was made and
+    # returned; if it raised, the episode is still done (commit-or-discard) but not reset.
     del recorder
+    try:
+        env.reset(None)
+    except BaseException as error:  # KeyboardInterrupt too: the verdict is still logged
+        return EpisodeRun(events, accepted, committed, reset_error=error)
     events.append(("ResetSubmitted", {"batch_index": b, "episode_index": j}))
     return EpisodeRun(events, accepted, committed)

@@ -353,3 +353,31 @@ def test_progress_bar_only_on_a_terminal(
     other = prepare_demo_run(store, tmp_path / "quiet", catalog, batches=1, episodes_per_batch=1)
     collect(other, store=store, progress=False)
     assert f"collect {other}" not in "".join(terminal.parts)
+
+
+def test_reset_submitted_follows_a_real_nominal_reset(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = prepared(store, tmp_path, catalog)
+    calls: list[str] = []
+
+    class Counting:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def reset(self, seed: int | None) -> None:
+            calls.append("reset(None)" if seed is None else "reset(seed)")
+            self.inner.reset(seed)
+
+    def factory(deployment_dir: Path, *, seed: int, settle_steps: int) -> Any:
+        return Counting(default_environment_factory(
+            deployment_dir, seed=seed, settle_steps=settle_steps
+        ))
+
+    collect(run_id, store=store, environment_factory=factory, progress=False)
+    assert calls == ["reset(seed)", "reset(None)"] * 4
+    resets = [e for e in store.read(run_id) if e.type == "ResetSubmitted"]
+    assert len(resets) == calls.count("reset(None)")

@@ -176,3 +176,79 @@ def test_episodes_per_batch_is_fixed_by_the_first_session(
     run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=2)
     with pytest.raises(CollectionRefused, match="episodes_per_batch is fixed at 2"):
         resume(run_id, store=store, episodes_per_batch=3, progress=False)
+
+
+class ResetFails:
+    """The real environment, but its ``reset(None)`` after the ``at``-th episode raises."""
+
+    def __init__(self, inner: Any, at: int, error: BaseException) -> None:
+        self.inner, self.at, self.error = inner, at, error
+        self.nominal_resets = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def reset(self, seed: int | None) -> None:
+        if seed is None:
+            self.nominal_resets += 1
+            if self.nominal_resets == self.at:
+                raise self.error
+        self.inner.reset(seed)
+
+
+def test_failed_reset_leaves_a_done_episode_without_reset_submitted(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    reference = prepared(store, tmp_path / "ref", catalog, seed=8)
+    collect(reference, store=store, progress=False)
+    run_id = prepared(store, tmp_path / "out", catalog, seed=8)
+    boom = RuntimeError("controller refused to home")
+    made: list[ResetFails] = []
+
+    def factory(deployment_dir: Path, *, seed: int, settle_steps: int) -> Any:
+        inner = default_environment_factory(deployment_dir, seed=seed, settle_steps=settle_steps)
+        made.append(ResetFails(inner, at=2, error=boom))
+        return made[-1]
+
+    # The second nominal reset follows episode (0, 1), the last of batch 0.
+    with pytest.raises(RuntimeError, match="controller refused to home") as caught:
+        collect(run_id, store=store, environment_factory=factory, progress=False)
+    assert caught.value is boom
+    events = store.read(run_id)
+    kinds = [e.type for e in events]
+    last = max(i for i, e in enumerate(events) if e.type == "EpisodeStarted")
+    assert events[last].payload["episode_index"] == 1
+    assert kinds[last:] == [
+        "EpisodeStarted", "InitialChecked", "EpisodeExecuted", "EpisodeJudged",
+        kinds[last + 4], "EnvironmentClosed", "RunFailed",
+    ]
+    assert kinds[last + 4] in ("TrajectoryCommitted", "TrajectoryDiscarded")
+    assert kinds.count("ResetSubmitted") == 1 and "BatchFinished" not in kinds
+    failed = events[-1].payload
+    assert (failed["phase"], failed["batch_index"], failed["episode_index"]) == ("episode", 0, 1)
+    assert failed["error_type"] == "RuntimeError"
+    state = fold(run_id, events)  # the log without ResetSubmitted is legal
+    assert state.state == "failed"
+    assert state.episodes[(0, 1)].done and not state.episodes[(0, 1)].reset_submitted
+    report = collection_report(events)
+    episodes = {e["episode_index"]: e for e in report["batches"][0]["episodes"]}
+    assert episodes[0]["reset_submitted"] is True
+    assert episodes[1]["reset_submitted"] is False
+
+    result = resume(run_id, store=store, progress=False)
+    events = store.read(run_id)
+    assert fold(run_id, events).state == "completed"
+    started = [
+        (e.payload["batch_index"], e.payload["episode_index"])
+        for e in events if e.type == "EpisodeStarted"
+    ]
+    assert started == [(0, 0), (0, 1), (1, 0), (1, 1)]  # the done episode is not re-run
+    assert commits(store, run_id) == commits(store, reference)
+    finished = [e.payload for e in events if e.type == "BatchFinished"]
+    assert [f["batch_index"] for f in finished] == [0, 1] and finished[0]["attempted"] == 2
+    outcome = {(b.batch_index, e.episode_index): e.reset_submitted
+               for b in result.batches for e in b.episodes}
+    assert outcome == {(0, 0): True, (0, 1): False, (1, 0): True, (1, 1): True}
+    assert (tmp_path / "out" / "report.json").read_text(encoding="utf-8") == report_text(
+        collection_report(events)
+    )
