@@ -30,6 +30,7 @@ GRASP_MARGIN_M = 0.004  # free space each side of the object when the fingers ap
 APPROACH_CLEARANCE_M = 0.04
 LIFT_HEIGHT_M = 0.10
 RELEASE_GAP_M = 0.004
+RELEASE_OPENING_M = 0.002  # extra opening per finger when letting go of a held object
 
 
 def register_skill(name: str, fn: SkillFn) -> None:
@@ -154,8 +155,14 @@ def _carry_over(
 
 
 def _release(env: TaskEnvironment, recorder: TrajectoryRecorder | None) -> None:
-    """Open the fingers, forget the held object and back the gripper away upwards."""
-    env.set_fingers(recorder, env.layout.max_opening_m / 2, intervals=15)
+    """Open the fingers just clear of the object, forget it and back the gripper away upwards.
+
+    Opening only a little (not to the full stroke) is what a real pick-and-place
+    does inside a container: fully open fingers would press against the walls and could
+    lift the container along with the gripper.
+    """
+    half = min(env.layout.max_opening_m / 2, env.finger_width() / 2 + RELEASE_OPENING_M)
+    env.set_fingers(recorder, half, intervals=15)
     env.held = None
     env.move_tcp(recorder, z=float(env.tcp()[2]) + LIFT_HEIGHT_M)
 
