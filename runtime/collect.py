@@ -183,7 +183,8 @@ def _progress_bar(plan: CollectionPlan, enabled: bool) -> Any:
 
 
 class _Collector:
-    """One session's pass over the plan; owns the environment and the append version."""
+    """One session's pass over the plan; owns the environment and the ledger writer (which
+    tracks the run's version)."""
 
     def __init__(
         self,
@@ -236,11 +237,6 @@ class _Collector:
         """Append and wait until it (and everything before it) is in the log."""
         self.append(events)
         self.writer.drain()
-
-    @property
-    def version(self) -> int:
-        """The run's version after everything submitted so far (exact after a drain)."""
-        return self.writer.version
 
     def defer(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Hold ``events`` for the next append: each durable commit costs an fsync, so a batch's
