@@ -196,5 +196,8 @@ class LedgerWriter:
                 if job is None:
                     return
                 self._write(job)
+            except BaseException as error:  # never die with jobs queued: drain would hang
+                if self._error is None:
+                    self._error, self._error_tag = error, job.tag
             finally:
                 self._queue.task_done()
