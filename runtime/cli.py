@@ -22,6 +22,7 @@ import structlog
 
 from domain.canonical import canonical_json
 from domain.errors import AssetcastError, AssetcastInputError, ConfigError, LeaseHeld, UnknownRun
+from runtime.demo import DEMO_CONFIG
 from runtime.files import report_text
 from runtime.logging import LEVELS, configure_logging
 from store.projections.audit import episode_outcomes, event_time, run_summary
@@ -31,7 +32,6 @@ log = structlog.get_logger(__name__)
 PROG = "assetcast"
 DB_ENV = "ASSETCAST_DB"
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-DEMO_SEED = 6  # batches 6, 7, 8: a tight fit, an item too wide for the gripper, an easy one
 
 # CollectionConfig field -> the flag that sets it (for error messages and parsing).
 CONFIG_FLAGS: dict[str, str] = {
@@ -198,12 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("demo", cmd_demo, "write the demo catalog and task, then prepare and collect")
     p.add_argument("--out", metavar="DIR", help="demo root (default ./assetcast-demo)")
-    p.add_argument("--batches", type=int, default=3, help="batches (default 3)")
-    p.add_argument("--episodes-per-batch", type=int, default=2, help="episodes (default 2)")
-    p.add_argument("--settle-steps", type=int, default=50, help="settle steps (default 50)")
+    demo = DEMO_CONFIG
     p.add_argument(
-        "--seed", type=int, default=DEMO_SEED,
-        help=f"base seed (default {DEMO_SEED}: its first batches include a physics rejection)",
+        "--batches", type=int, default=demo.max_batches,
+        help=f"batches (default {demo.max_batches})",
+    )
+    p.add_argument(
+        "--episodes-per-batch", type=int, default=demo.episodes_per_batch,
+        help=f"episodes (default {demo.episodes_per_batch})",
+    )
+    p.add_argument(
+        "--settle-steps", type=int, default=demo.settle_steps,
+        help=f"settle steps (default {demo.settle_steps})",
+    )
+    p.add_argument(
+        "--seed", type=int, default=demo.seed,
+        help=f"base seed (default {demo.seed}: its first batches include a physics rejection)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 

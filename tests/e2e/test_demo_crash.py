@@ -38,7 +38,7 @@ def test_killed_run_is_explained_then_resumed(
     proc = subprocess.Popen(
         [sys.executable, "-m", "runtime", "--log-level", "error", "run", str(task),
          "--catalog", f"item={catalog}", "--catalog", f"bin={catalog}", "--out",
-         str(tmp_path / "out"), "--seed", "6", "--episodes-per-batch", str(EPISODES),
+         str(tmp_path / "out"), "--seed", "10", "--episodes-per-batch", str(EPISODES),
          "--no-progress", "--db", url],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

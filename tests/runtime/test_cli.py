@@ -47,7 +47,7 @@ def small_run(tmp_path_factory: pytest.TempPathFactory, catalog: Path) -> dict:
     code = main(
         [
             "run", str(task), "--catalog", f"item={catalog}", "--catalog", f"bin={catalog}",
-            "--out", str(base / "out"), "--seed", "6", "--db", url, "--no-progress",
+            "--out", str(base / "out"), "--seed", "10", "--db", url, "--no-progress",
             "--log-level", "warning",
         ]
     )
@@ -166,12 +166,12 @@ def test_catalog_check_reports_a_broken_package(
     assert main(["catalog", "check", str(directory), "--log-level", "warning"]) == 2
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
-    assert len(lines) == 26
+    assert len(lines) == 27
     [failed] = [line for line in lines if line.startswith("FAIL")]
     assert failed.startswith(f"FAIL  {broken}: ")
     assert "bounds" in failed
-    assert sum(line.startswith("ok    ") for line in lines) == 25
-    assert captured.err == "assetcast: error: 1 of 26 package(s) failed\n"
+    assert sum(line.startswith("ok    ") for line in lines) == 26
+    assert captured.err == "assetcast: error: 1 of 27 package(s) failed\n"
 
 
 # --------------------------------------------------------------------------- a real small run
@@ -198,7 +198,7 @@ def test_show_json_is_byte_identical_to_report(
     assert main(["show", small_run["run_id"], "--db", small_run["url"]]) == 0
     human = capsys.readouterr().out
     assert "state:      completed" in human
-    assert "bin=bin-080x080 item=block-060x040x030" in human
+    assert "bin=bin-180x140 item=block-060x040x030" in human
 
 
 def test_events_filter_and_json(small_run: dict, capsys: pytest.CaptureFixture[str]) -> None:
@@ -219,7 +219,7 @@ def test_audit_and_forensics_json(small_run: dict, capsys: pytest.CaptureFixture
     assert main(["audit", "--json", "--db", small_run["url"]]) == 0
     report = json.loads(capsys.readouterr().out)
     used = {a["asset_id"] for a in report["assets"] if a["runs"]}
-    assert used == {"bin-080x080", "block-060x040x030"}
+    assert used == {"bin-180x140", "block-060x040x030"}
     assert main(["forensics", small_run["run_id"], "--json", "--db", small_run["url"]]) == 0
     forensic = json.loads(capsys.readouterr().out)
     assert forensic["state"] == "completed"

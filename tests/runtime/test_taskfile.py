@@ -37,6 +37,8 @@ def test_demo_task_parses_as_specified() -> None:
     assert [(c.check, c.object, c.target) for c in spec.checks.final] == [
         ("inside_region", "item", "bin"),
         ("at_rest", None, None),
+        ("on_table", "bin", None),
+        ("target_upright", None, "bin"),
     ]
     assert spec.scene.robot.kind == "parallel_gripper"
     assert spec.scene.robot.max_opening_m == 0.09

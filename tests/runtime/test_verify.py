@@ -25,7 +25,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, Path]:
     task.write_text(demo_task_text(), encoding="utf-8")
     store = InMemoryEventStore()
     providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
-    cfg = CollectionConfig(seed=6, max_batches=1, episodes_per_batch=2)
+    cfg = CollectionConfig(seed=10, max_batches=1, episodes_per_batch=2)
     result = prepare(task, providers, cfg=cfg, output_dir=base / "out", store=store, goal="run")
     collect(result.run_id, store=store, progress=False)
     return store.read(result.run_id), base / "out"
