@@ -466,7 +466,8 @@ def batch_rows(events: Sequence[Any]) -> list[list[Any]]:
         reasons: dict[str, int] = {}
         for o in mine:
             if not o["accepted"]:
-                reasons[o["judgement"]] = reasons.get(o["judgement"], 0) + 1
+                why = f"{o['judgement']} ({o['cause']})" if o.get("cause") else o["judgement"]
+                reasons[why] = reasons.get(why, 0) + 1
         assets = resolved[index]["assets"]
         rows.append(
             [

@@ -62,6 +62,20 @@ def lifecycle_state(events: Iterable[EventLike]) -> str | None:
     return state
 
 
+def _failed_checks(checks: Sequence[dict[str, Any]]) -> str:
+    """The checks that did not pass, by name and status ("on_table failed")."""
+    failed = [f"{c['name']} {c['status']}" for c in checks if c.get("status") != "passed"]
+    return ", ".join(failed) or "no checks"
+
+
+def _failed_skill(skills: Sequence[dict[str, Any]]) -> str:
+    """The skill that stopped the program ("pick item")."""
+    stopped = next((s for s in skills if not s.get("completed")), None)
+    if stopped is None:
+        return "no skill completed"
+    return f"{stopped.get('skill')} {stopped.get('object')}".strip()
+
+
 def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[str, Any]]:
     """Every *done* episode (commit-or-discard logged) → its final judgement.
 
@@ -69,6 +83,7 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
     resume, so only the judgement that precedes the commit-or-discard counts.
     """
     judged: dict[tuple[int, int], tuple[bool, str]] = {}
+    causes: dict[tuple[int, int], str] = {}
     done: dict[tuple[int, int], dict[str, Any]] = {}
     for event in events:
         p = event.payload
@@ -76,15 +91,23 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
             key = (int(p["batch_index"]), int(p["episode_index"]))
             judged.pop(key, None)
             done.pop(key, None)
+            causes.pop(key, None)
+        elif event.type == "InitialChecked" and not p["passed"]:
+            causes[(int(p["batch_index"]), int(p["episode_index"]))] = _failed_checks(p["checks"])
+        elif event.type == "EpisodeExecuted" and not p["completed"]:
+            causes[(int(p["batch_index"]), int(p["episode_index"]))] = _failed_skill(p["skills"])
         elif event.type == "EpisodeJudged":
             key = (int(p["batch_index"]), int(p["episode_index"]))
             judged[key] = (bool(p["accepted"]), str(p.get("reason", "")))
+            if not p["accepted"] and p["checks"]:
+                causes[key] = _failed_checks(p["checks"])
         elif event.type in ("TrajectoryCommitted", "TrajectoryDiscarded"):
             key = (int(p["batch_index"]), int(p["episode_index"]))
             accepted, judgement = judged.get(key, (False, "not judged"))
             done[key] = {
                 "accepted": accepted,
                 "judgement": judgement,
+                "cause": None if accepted else causes.get(key),
                 "committed": event.type == "TrajectoryCommitted",
                 "path": p.get("path"),
                 "sha256": p.get("sha256"),

@@ -212,3 +212,50 @@ def test_audit_is_deterministic_and_json_ready() -> None:
     first = json.dumps(audit_logs(logs), sort_keys=True, allow_nan=False)
     second = json.dumps(audit_logs(dict(reversed(list(logs.items())))), sort_keys=True)
     assert first == second
+
+
+def test_episode_outcomes_name_the_cause_of_each_rejection() -> None:
+    b = LogBuilder("run-why")
+    _created(b)
+    _prepared(b)
+    _collection_start(b, "s" * 12)
+    _batch_start(b, 0)
+    ids = {"batch_index": 0}
+    failed_check = {"name": "on_table", "status": "failed", "detail": "lifted", "metrics": {}}
+    passed_check = {"name": "at_rest", "status": "passed", "detail": "", "metrics": {}}
+    missing_check = {"name": "mine", "status": "unavailable", "detail": "raised", "metrics": {}}
+    # episode 0: measured checks fail
+    b.add("EpisodeStarted", **ids, episode_index=0, seed=1)
+    b.add("InitialChecked", **ids, episode_index=0, passed=True, checks=[passed_check])
+    b.add("EpisodeExecuted", **ids, episode_index=0, completed=True, steps=5, skills=[], detail="")
+    b.add("EpisodeJudged", **ids, episode_index=0, accepted=False,
+          checks=[passed_check, failed_check], reason="final_checks_failed")
+    b.add("TrajectoryDiscarded", **ids, episode_index=0, reason="final_checks_failed")
+    b.add("ResetSubmitted", **ids, episode_index=0)
+    # episode 1: the program stops at pick; then an initial check is unavailable
+    pick = {"skill": "pick", "object": "item", "completed": False, "detail": "too wide"}
+    b.add("EpisodeStarted", **ids, episode_index=1, seed=2)
+    b.add("InitialChecked", **ids, episode_index=1, passed=True, checks=[])
+    b.add("EpisodeExecuted", **ids, episode_index=1, completed=False, steps=0, skills=[pick],
+          detail="too wide")
+    b.add("EpisodeJudged", **ids, episode_index=1, accepted=False, checks=[],
+          reason="program_incomplete")
+    b.add("TrajectoryDiscarded", **ids, episode_index=1, reason="program_incomplete")
+    b.add("ResetSubmitted", **ids, episode_index=1)
+    fold("run-why", b.events)
+    outcomes = episode_outcomes(b.events)
+    assert outcomes[(0, 0)]["cause"] == "on_table failed"
+    assert outcomes[(0, 1)]["cause"] == "pick item"
+    c = LogBuilder("run-init")
+    _created(c)
+    _prepared(c)
+    _collection_start(c, "t" * 12)
+    _batch_start(c, 0)
+    c.add("EpisodeStarted", **ids, episode_index=0, seed=1)
+    c.add("InitialChecked", **ids, episode_index=0, passed=False, checks=[missing_check])
+    c.add("EpisodeJudged", **ids, episode_index=0, accepted=False, checks=[],
+          reason="initial_checks_failed")
+    c.add("TrajectoryDiscarded", **ids, episode_index=0, reason="initial_checks_failed")
+    c.add("ResetSubmitted", **ids, episode_index=0)
+    fold("run-init", c.events)
+    assert episode_outcomes(c.events)[(0, 0)]["cause"] == "mine unavailable"
