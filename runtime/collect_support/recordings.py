@@ -15,7 +15,6 @@ Two different disagreements, two different answers:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,11 @@ from typing import Any
 import structlog
 
 from domain.errors import AssetcastInputError
+from runtime.files import file_sha256
 
 log = structlog.get_logger(__name__)
 
 RECORDINGS_DIR = "recordings"
-_CHUNK = 1 << 20
 
 
 class CommittedTrajectoryMissing(AssetcastInputError):
@@ -53,14 +52,6 @@ def to_log_path(output_dir: Path, path: Path) -> str:
 def from_log_path(output_dir: Path, logged: str) -> Path:
     path = Path(logged)
     return path if path.is_absolute() else output_dir / path
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def verify_committed(

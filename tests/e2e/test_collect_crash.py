@@ -75,8 +75,7 @@ def _finish(proc: subprocess.Popen[str], what: str) -> dict[str, Any]:
 def _outcome(store: Any, run_id: str, output_dir: Path) -> dict[str, Any]:
     """Accepted set and commit digests of a finished run, after checking its invariants."""
     from domain.state import fold
-    from runtime.collect_support.recordings import file_sha256
-    from runtime.files import report_text
+    from runtime.files import file_sha256, report_text
     from store.projections.collection_report import collection_report
 
     events = store.read(run_id)
