@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -38,12 +38,15 @@ def core_path_only(s: EventStore) -> EventStore:
     return s
 
 
-@pytest.fixture(params=["sql", "sql-core", "memory"])
+@pytest.fixture(params=["sql", "sql-core", "memory", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "memory":
         yield InMemoryEventStore()
         return
-    s = EventStore(f"sqlite:///{tmp_path / 'p.db'}")
+    if request.param == "postgresql":
+        s = EventStore(request.getfixturevalue("pg_url"))
+    else:
+        s = EventStore(f"sqlite:///{tmp_path / 'p.db'}")
     if request.param == "sql-core":
         core_path_only(s)
     yield s
@@ -57,8 +60,15 @@ def collecting(store, run_id: str = "r") -> int:
     )
 
 
-def file_path(url: str) -> str:
-    return url.removeprefix("sqlite:///")
+def raw_sql(url: str, statement: str, **params: object) -> list:
+    """Run SQL on a plain engine (not the store's), committing, and return any rows."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            result = conn.execute(sa.text(statement), params)
+            return result.all() if result.returns_rows else []
+    finally:
+        engine.dispose()
 
 
 def test_append_read_and_state(store) -> None:
@@ -114,8 +124,8 @@ def test_unknown_run(store) -> None:
         store.append("nope", episode(0, 0)[:1], expected_version=3)
 
 
-def test_concurrency_between_two_store_objects_on_one_file(db_url: str) -> None:
-    a, b = EventStore(db_url), EventStore(db_url)
+def test_concurrency_between_two_store_objects_on_one_database(backend_url: str) -> None:
+    a, b = EventStore(backend_url), EventStore(backend_url)
     version = collecting(a)
     assert b.state("r").version == version  # b has a cached fold at the same version
     a.append("r", episode(0, 0)[:1], expected_version=version)
@@ -126,11 +136,13 @@ def test_concurrency_between_two_store_objects_on_one_file(db_url: str) -> None:
     assert b.append("r", episode(0, 0)[1:2], expected_version=version + 1) == version + 2
     assert a.state("r").episodes[(0, 0)].initial_passed is True
     assert [e.seq for e in a.read("r")] == list(range(1, version + 3))
+    a.close()
+    b.close()
 
 
-def test_cas_rejects_writer_whose_cache_missed_the_db(db_url: str) -> None:
+def test_cas_rejects_writer_whose_cache_missed_the_db(backend_url: str) -> None:
     """The fold cache says version N, the DB moved on: the version CAS must refuse."""
-    a, b = EventStore(db_url), EventStore(db_url)
+    a, b = EventStore(backend_url), EventStore(backend_url)
     version = collecting(a)
     b.state("r")
     a.append("r", episode(0, 0)[:1], expected_version=version)
@@ -142,57 +154,73 @@ def test_cas_rejects_writer_whose_cache_missed_the_db(db_url: str) -> None:
     with pytest.raises(ConcurrencyError, match="is stale"):
         b._write("r", prepared, version, folder.state)
     assert len(a.read("r")) == version + 1
+    a.close()
+    b.close()
 
 
-def test_database_refuses_update_and_delete_of_events(sql_store: EventStore, db_url: str) -> None:
-    collecting(sql_store)
-    conn = sqlite3.connect(file_path(db_url))
-    with pytest.raises(sqlite3.IntegrityError, match="events are immutable: UPDATE refused"):
-        conn.execute("UPDATE events SET payload = '{}' WHERE seq = 1")
-    with pytest.raises(sqlite3.IntegrityError, match="events are immutable: DELETE refused"):
-        conn.execute("DELETE FROM events")
-    conn.close()
-    with sql_store.engine.connect() as c, pytest.raises(sa.exc.IntegrityError):
-        c.execute(sa.text("DELETE FROM events WHERE seq = 2"))
-    assert len(sql_store.read("r")) == 7
+@pytest.mark.parametrize("statement, verb", [
+    ("UPDATE events SET payload = '{}' WHERE seq = 1", "UPDATE"),
+    ("DELETE FROM events", "DELETE"),
+    ("DELETE FROM events WHERE seq = 2", "DELETE"),
+])
+def test_database_refuses_update_and_delete_of_events(
+    backend_store: EventStore, backend_url: str, statement: str, verb: str
+) -> None:
+    """Refused by the schema itself: a plain connection, not the store, is turned away."""
+    collecting(backend_store)
+    with pytest.raises(sa.exc.IntegrityError, match=f"events are immutable: {verb} refused"):
+        raw_sql(backend_url, statement)
+    assert len(backend_store.read("r")) == 7
 
 
 def _inject(url: str, run_id: str, seq: int, event_type: str, payload: str, version: int) -> None:
-    conn = sqlite3.connect(file_path(url))
-    conn.execute(
+    raw_sql(
+        url,
         "INSERT INTO events (run_id, seq, type, payload, recorded_at, schema_version) "
-        "VALUES (?, ?, ?, ?, '2026-01-01 00:00:00', ?)",
-        (run_id, seq, event_type, payload, version),
+        "VALUES (:run_id, :seq, :type, :payload, :at, :version)",
+        run_id=run_id, seq=seq, type=event_type, payload=payload,
+        at=datetime(2026, 1, 1, tzinfo=UTC), version=version,
     )
-    conn.commit()
-    conn.close()
 
 
-def test_unknown_event_type_on_read_raises(sql_store: EventStore, db_url: str) -> None:
-    version = collecting(sql_store)
-    _inject(db_url, "r", version + 1, "EpisodeTeleported", "{}", 1)
+def test_unknown_event_type_on_read_raises(backend_store: EventStore, backend_url: str) -> None:
+    version = collecting(backend_store)
+    _inject(backend_url, "r", version + 1, "EpisodeTeleported", "{}", 1)
     with pytest.raises(EventSchemaError, match=r"run 'r' seq 8 'EpisodeTeleported': unknown"):
-        sql_store.read("r")
-    with pytest.raises(EventSchemaError, match="unknown event type"):
-        EventStore(db_url).state("r")
+        backend_store.read("r")
+    with EventStore(backend_url) as other, pytest.raises(
+        EventSchemaError, match="unknown event type"
+    ):
+        other.state("r")
 
 
-def test_future_schema_version_on_read_raises(sql_store: EventStore, db_url: str) -> None:
-    version = collecting(sql_store)
-    _inject(db_url, "r", version + 1, "EpisodeStarted",
+def test_future_schema_version_on_read_raises(
+    backend_store: EventStore, backend_url: str
+) -> None:
+    version = collecting(backend_store)
+    _inject(backend_url, "r", version + 1, "EpisodeStarted",
             '{"batch_index":0,"episode_index":0,"seed":1}', 2)
     with pytest.raises(EventSchemaError, match="seq 8 EpisodeStarted: schema_version 2 is newer"):
-        sql_store.state("r")
+        backend_store.state("r")
 
 
-def test_illegal_event_in_stored_log_raises_on_replay(sql_store: EventStore, db_url: str) -> None:
-    version = sql_store.append("r", [created("r")], expected_version=0)
-    _inject(db_url, "r", version + 1, "RunCompleted",
+def test_illegal_event_in_stored_log_raises_on_replay(
+    backend_store: EventStore, backend_url: str
+) -> None:
+    version = backend_store.append("r", [created("r")], expected_version=0)
+    _inject(backend_url, "r", version + 1, "RunCompleted",
             '{"accepted":0,"attempted":0,"batches":0}', 1)
-    with pytest.raises(
+    with EventStore(backend_url) as other, pytest.raises(
         IllegalTransition, match=r"run 'r' seq 2: RunCompleted is illegal in state preparing"
     ):
-        EventStore(db_url).state("r")
+        other.state("r")
+
+
+def test_invalid_json_payload_on_read_raises(backend_store: EventStore, backend_url: str) -> None:
+    version = collecting(backend_store)
+    _inject(backend_url, "r", version + 1, "ResetSubmitted", "{not json", 1)
+    with pytest.raises(EventSchemaError, match="seq 8 ResetSubmitted: payload is not valid JSON"):
+        backend_store.read("r")
 
 
 def test_in_memory_store_also_refuses_bad_stored_rows() -> None:
@@ -203,11 +231,11 @@ def test_in_memory_store_also_refuses_bad_stored_rows() -> None:
         mem.state("r")
 
 
-def test_payloads_are_stored_as_canonical_json(sql_store: EventStore, db_url: str) -> None:
-    sql_store.append("r", [created("r")], expected_version=0)
-    conn = sqlite3.connect(file_path(db_url))
-    (text,) = conn.execute("SELECT payload FROM events").fetchone()
-    conn.close()
+def test_payloads_are_stored_as_canonical_json(
+    backend_store: EventStore, backend_url: str
+) -> None:
+    backend_store.append("r", [created("r")], expected_version=0)
+    ((text,),) = raw_sql(backend_url, "SELECT payload FROM events")
     assert text.startswith('{"config":{"seed":0},"goal":"run",')
 
 
@@ -236,13 +264,16 @@ def test_rejects_non_event_payload(store) -> None:
         store.state("r")
 
 
-def test_driver_path_reads_what_core_reads(sql_store: EventStore, db_url: str) -> None:
-    """Raw driver rows (recorded_at converted by the store) equal Core-processed rows."""
+def test_driver_path_reads_what_core_reads(backend_store: EventStore, backend_url: str) -> None:
+    """Raw driver rows (recorded_at converted by the store) equal Core-processed rows,
+    and what the driver path writes reads back identically through Core."""
+    sql_store = backend_store
     version = collecting(sql_store)
     sql_store.append("r", episode(0, 0), expected_version=version)
     assert sql_store._sql.select_events.fast and sql_store._sql.insert_events.fast
+    assert sql_store._sql.bump_run.fast
     fast = sql_store.read("r", after_seq=2)
-    core = core_path_only(EventStore(db_url))
+    core = core_path_only(EventStore(backend_url))
     assert core.read("r", after_seq=2) == fast
     assert len({e.recorded_at for e in fast}) == 2  # one timestamp per append
     assert all(e.recorded_at.utcoffset() is not None and e.position for e in fast)

@@ -27,7 +27,8 @@ def _spawn(url: str, owner: str, start_at: float) -> subprocess.Popen:
     )
 
 
-def test_two_processes_race_one_wins_then_takeover_after_sigkill(db_url: str) -> None:
+def test_two_processes_race_one_wins_then_takeover_after_sigkill(backend_url: str) -> None:
+    db_url = backend_url
     with EventStore(db_url) as store:
         store.append("r", [created("r")], expected_version=0)
     start_at = time.time() + 2.0
@@ -65,9 +66,12 @@ def test_two_processes_race_one_wins_then_takeover_after_sigkill(db_url: str) ->
         assert store.state("r").lease_takeovers[0]["seq"] == takeover.seq
 
 
-@pytest.fixture(params=["sql", "memory"])
+@pytest.fixture(params=["sql", "memory", "postgresql"])
 def store(request: pytest.FixtureRequest, db_url: str):
-    s = InMemoryEventStore() if request.param == "memory" else EventStore(db_url)
+    if request.param == "postgresql":
+        s = EventStore(request.getfixturevalue("pg_url"))
+    else:
+        s = InMemoryEventStore() if request.param == "memory" else EventStore(db_url)
     yield s
     s.close()
 
