@@ -5,6 +5,8 @@ Prints appends/s for durable 1-event and 50-event transactions through
 equivalent table with the same PRAGMAs, and the eventsourcing library's SQLite
 aggregate recorder; then the time to fold a ~100k-event run read from the store.
 Goals: batched appends within 2x of raw sqlite3; fold of 100k events < 2 s.
+``--url URL`` (any SQLAlchemy URL) or ``--pg`` (a private durable PostgreSQL cluster)
+instead compares EventStore on that database with EventStore on SQLite.
 
 The baselines serialize payloads with the same canonical options as the store, through
 an encoder bound once (the cheapest equivalent), so the ratio measures the store's own
@@ -59,13 +61,17 @@ def _setup_run(store: EventStore, run_id: str) -> int:
 
 
 def bench_event_store(tmp: Path, per_txn: int, txns: int) -> float:
-    store = EventStore(f"sqlite:///{tmp / f'es_{per_txn}.db'}")
-    version = _setup_run(store, "r")
+    return bench_event_store_url(f"sqlite:///{tmp / f'es_{per_txn}.db'}", per_txn, txns)
+
+
+def bench_event_store_url(url: str, per_txn: int, txns: int, run_id: str = "r") -> float:
+    store = EventStore(url)
+    version = _setup_run(store, run_id)
     stream = _episode_stream()
     chunks = [[next(stream) for _ in range(per_txn)] for _ in range(txns)]
     t0 = time.perf_counter()
     for chunk in chunks:
-        version = store.append("r", chunk, expected_version=version)
+        version = store.append(run_id, chunk, expected_version=version)
     elapsed = time.perf_counter() - t0
     store.close()
     return txns / elapsed
@@ -132,8 +138,8 @@ def bench_eventsourcing(tmp: Path, per_txn: int, txns: int) -> float:
     return txns / elapsed
 
 
-def bench_fold(tmp: Path) -> tuple[int, float, float, float]:
-    url = f"sqlite:///{tmp / 'fold.db'}"
+def bench_fold(tmp: Path, url: str | None = None) -> tuple[int, float, float, float]:
+    url = url or f"sqlite:///{tmp / 'fold.db'}"
     store = EventStore(url)
     events = list(legal_run("big", batches=20, episodes=835))
     version = 0
@@ -176,7 +182,47 @@ def _measure(
     }
 
 
+def main_url(url: str | None) -> None:
+    """EventStore on another database (``--url URL``, or ``--pg``: a private durable
+    PostgreSQL cluster from tests/pg_support.py) next to EventStore on SQLite."""
+    from contextlib import ExitStack
+
+    from tests.pg_support import fresh_schema, local_cluster
+
+    with tempfile.TemporaryDirectory() as d, ExitStack() as stack:
+        if url is None:
+            url = stack.enter_context(local_cluster(durable=True)).url
+            print("PostgreSQL: private cluster, fsync=on, synchronous_commit=on")
+        if url.startswith("postgresql"):
+            url = stack.enter_context(fresh_schema(url))
+        tmp = Path(d)
+        print(f"{'':<26}{'1-event tx/s':>13}{f'{BATCH}-event tx/s':>15}{'events/s':>12}")
+        for name, make in (
+            ("EventStore SQLite", lambda i, n: f"sqlite:///{tmp / f'u{i}_{n}.db'}"),
+            (f"EventStore {sa_dialect(url)}", lambda i, n: url),
+        ):
+            rows = [(bench_event_store_url(make(i, 1), 1, ONE_TXNS, f"one{i}"),
+                     bench_event_store_url(make(i, BATCH), BATCH, BATCH_TXNS, f"many{i}"))
+                    for i in range(3)]
+            one = sorted(r[0] for r in rows)[1]
+            many = sorted(r[1] for r in rows)[1]
+            print(f"{name:<26}{one:>13.0f}{many:>15.0f}{many * BATCH:>12.0f}")
+        n, load, fold_s, read_s = bench_fold(tmp, url)
+        print(f"{sa_dialect(url)}: fold of a {n}-event run (cold cache) {fold_s:.2f} s; "
+              f"read() {read_s:.2f} s; loading it in 1000-event appends {load:.2f} s")
+
+
+def sa_dialect(url: str) -> str:
+    return url.split(":", 1)[0].split("+", 1)[0]
+
+
 def main() -> None:
+    if "--pg" in sys.argv[1:]:
+        main_url(None)
+        return
+    if "--url" in sys.argv[1:]:
+        main_url(sys.argv[sys.argv.index("--url") + 1])
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         results = _measure({
