@@ -1,0 +1,175 @@
+"""The argparse tree: every flag and subcommand, and which handler each subcommand calls.
+
+Kept apart from the handlers so ``assetcast --help`` reads as one place, and so the parser's
+error behaviour (one line, exit 2) is defined once for every subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import NoReturn
+
+from runtime.cli.catalog_commands import cmd_catalog_check, cmd_catalog_demo, cmd_catalog_missing
+from runtime.cli.db_command import cmd_db
+from runtime.cli.exit_codes import PROG, UsageError
+from runtime.cli.query_commands import (
+    cmd_audit,
+    cmd_events,
+    cmd_forensics,
+    cmd_runs,
+    cmd_show,
+    cmd_verify,
+)
+from runtime.cli.run_commands import cmd_collect, cmd_demo, cmd_prepare, cmd_resume, cmd_run
+from runtime.cli.store_access import DB_ENV
+from runtime.demo import DEMO_CONFIG
+from runtime.logging import LEVELS
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (``assetcast: error: ...``) and exit 2 via main."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _common(parser: argparse.ArgumentParser, *, db: bool, top: bool) -> None:
+    """Flags accepted before or after the subcommand; subparsers must not reset them."""
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument(
+        "--log-level",
+        default="info" if top else argparse.SUPPRESS,
+        choices=sorted(LEVELS, key=LEVELS.__getitem__),
+        help="minimum level of log lines on stderr (default: info)",
+    )
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="log JSON lines instead of key=value text",
+    )
+    if db:
+        parser.add_argument(
+            "--db",
+            metavar="URL",
+            default=default,
+            help=f"event store URL (default: ${DB_ENV} or sqlite:///assetcast.db in the cwd)",
+        )
+
+
+def _config_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, help="base seed; batch i uses seed + i (default 0)")
+    parser.add_argument("--batches", type=int, help="number of batches (asset sets), default 1")
+    parser.add_argument("--candidates-per-role", type=int, help="candidates kept per role (32)")
+    parser.add_argument("--max-search-nodes", type=int, help="matcher search budget (1000)")
+    parser.add_argument("--settle-steps", type=int, help="physics steps after each reset (0)")
+    parser.add_argument("--episodes-per-batch", type=int, help="episodes per batch (default 1)")
+    parser.add_argument(
+        "--no-record", action="store_true", help="judge episodes but write no trajectories"
+    )
+
+
+def _prepare_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", metavar="TASK", help="task.yaml")
+    parser.add_argument(
+        "--catalog",
+        metavar="ROLE=DIR",
+        action="append",
+        required=True,
+        help="asset catalog directory for a role (repeat per role)",
+    )
+    parser.add_argument("--out", metavar="DIR", required=True, help="run output directory")
+    _config_flags(parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Event-sourced robot demonstration collection across many object assets.",
+    )
+    _common(parser, db=True, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    def command(name: str, handler: Callable[[argparse.Namespace], int], help: str, *,
+                db: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        _common(p, db=db, top=False)
+        p.set_defaults(handler=handler)
+        return p
+
+    p = command("demo", cmd_demo, "write the demo catalog and task, then prepare and collect")
+    p.add_argument("--out", metavar="DIR", help="demo root (default ./assetcast-demo)")
+    demo = DEMO_CONFIG
+    p.add_argument(
+        "--batches", type=int, default=demo.max_batches,
+        help=f"batches (default {demo.max_batches})",
+    )
+    p.add_argument(
+        "--episodes-per-batch", type=int, default=demo.episodes_per_batch,
+        help=f"episodes (default {demo.episodes_per_batch})",
+    )
+    p.add_argument(
+        "--settle-steps", type=int, default=demo.settle_steps,
+        help=f"settle steps (default {demo.settle_steps})",
+    )
+    p.add_argument(
+        "--seed", type=int, default=demo.seed,
+        help=f"base seed (default {demo.seed}: its first batches include a physics rejection)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("catalog", cmd_catalog_missing, "procedural demo catalog; check packages", db=False)
+    catalog = p.add_subparsers(dest="catalog_command", metavar="ACTION", parser_class=_Parser)
+    catalog.required = True
+    c = catalog.add_parser("demo", help="write the procedural demo catalog into DIR")
+    _common(c, db=False, top=False)
+    c.add_argument("dir", metavar="DIR")
+    c.set_defaults(handler=cmd_catalog_demo)
+    c = catalog.add_parser("check", help="validate every package in DIR (exit 2 if any fails)")
+    _common(c, db=False, top=False)
+    c.add_argument("dir", metavar="DIR")
+    c.set_defaults(handler=cmd_catalog_check)
+
+    p = command("prepare", cmd_prepare, "acquire candidates, match asset sets, write deployments")
+    _prepare_flags(p)
+
+    p = command("collect", cmd_collect, "collect episodes for a prepared run")
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("run", cmd_run, "prepare, then collect (resume finishes both)")
+    _prepare_flags(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("resume", cmd_resume, "finish what a failed or interrupted run set out to do")
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("runs", cmd_runs, "list runs")
+    p.add_argument("--json", action="store_true", help="JSON instead of a table")
+
+    p = command("show", cmd_show, "summary of one run (--json: its report)")
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--json", action="store_true", help="print the run's JSON report")
+
+    p = command("events", cmd_events, "the event log of one run")
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--type", action="append", metavar="T", help="only events of type T (repeat)")
+    p.add_argument("--json", action="store_true", help="JSON lines with full payloads")
+
+    p = command("audit", cmd_audit, "per asset: runs, batches, episodes and rejections")
+    p.add_argument("--json", action="store_true", help="JSON report")
+
+    p = command("forensics", cmd_forensics, "what happened to a run: sessions, crash, failure")
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--json", action="store_true", help="JSON report")
+
+    p = command("verify", cmd_verify, "re-hash trajectories and validate deployments (exit 1)")
+    p.add_argument("run_id", metavar="RUN")
+
+    p = command("db", cmd_db, "event store schema: upgrade | current")
+    p.add_argument("action", choices=["upgrade", "current"])
+    return parser

@@ -1,0 +1,168 @@
+"""Commands that create or continue a run: prepare, run, collect, resume, demo.
+
+They share one rule: everything the user typed is validated before the first event is
+appended, so bad input exits 2 and leaves the store untouched. Once a run exists, an
+unexpected error is that run's failure (exit 1), which is why ``entry_point`` needs
+``RUN_HANDLERS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from domain.errors import ConfigError
+from runtime.cli.batch_table import batch_table
+from runtime.cli.exit_codes import EXIT_OK, UsageError
+from runtime.cli.output import out
+from runtime.cli.store_access import db_url, open_store, read_run
+from store.projections.audit import run_summary
+
+log = structlog.get_logger(__name__)
+
+# CollectionConfig field -> the flag that sets it (for error messages and parsing).
+CONFIG_FLAGS: dict[str, str] = {
+    "seed": "--seed",
+    "max_batches": "--batches",
+    "episodes_per_batch": "--episodes-per-batch",
+    "candidates_per_role": "--candidates-per-role",
+    "max_search_nodes": "--max-search-nodes",
+    "settle_steps": "--settle-steps",
+}
+
+
+def collection_config(args: argparse.Namespace) -> Any:
+    """A CollectionConfig from the flags given; a bad value names its flag."""
+    from domain.config import CollectionConfig
+
+    values: dict[str, Any] = {}
+    for field_name, flag in CONFIG_FLAGS.items():
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if value is not None:
+            values[field_name] = value
+    values["record_trajectory"] = not getattr(args, "no_record", False)
+    try:
+        return CollectionConfig(**values)
+    except ConfigError as error:
+        flag = CONFIG_FLAGS.get(error.path, error.path)
+        detail = str(error).removeprefix(f"{error.path}: ")
+        raise ConfigError(flag, detail) from None
+
+
+def _prepare(args: argparse.Namespace, goal: str) -> Any:
+    """Validate everything (task, catalogs, flags) before the first event is appended."""
+    from runtime.prepare import new_run_id, prepare, providers_from_catalog_args
+    from runtime.taskfile import load_task
+
+    cfg = collection_config(args)
+    load_task(args.task)  # task errors before the database is even opened
+    providers = providers_from_catalog_args(args.catalog)
+    store = open_store(db_url(args), create=True)
+    run_id = new_run_id()
+    args.run_id = run_id
+    log.info("run_starting", run_id=run_id, goal=goal, task=str(args.task))
+    result = prepare(
+        args.task,
+        providers,
+        cfg=cfg,
+        output_dir=Path(args.out),
+        store=store,
+        goal=goal,
+        run_id=run_id,
+    )
+    return store, result
+
+
+def _print_prepared(result: Any) -> None:
+    out(f"run {result.run_id}: {len(result.deployments)} deployment(s)")
+    for deployment in result.deployments:
+        out(f"  batch {deployment.batch_index:04d}  {deployment.asset_set_id[:16]}  "
+            f"{deployment.path}")
+    out(f"preparation report: {result.report_path}")
+
+
+def _print_collected(result: Any) -> None:
+    accepted = sum(e.accepted for b in result.batches for e in b.episodes)
+    attempted = sum(len(b.episodes) for b in result.batches)
+    out(f"run {result.run_id}: {accepted}/{attempted} episodes accepted")
+    out(f"report: {result.report_path}")
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    _store, result = _prepare(args, "prepare")
+    _print_prepared(result)
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from runtime.collect import collect
+
+    store, prepared = _prepare(args, "run")
+    _print_prepared(prepared)
+    result = collect(prepared.run_id, store=store, progress=not args.no_progress)
+    _print_collected(result)
+    return EXIT_OK
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from runtime.collect import collect
+
+    if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
+        raise UsageError("--episodes-per-batch: must be >= 1")
+    store = open_store(db_url(args))
+    read_run(store, args.run_id)
+    result = collect(
+        args.run_id,
+        store=store,
+        episodes_per_batch=args.episodes_per_batch,
+        progress=not args.no_progress,
+    )
+    _print_collected(result)
+    return EXIT_OK
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from runtime.resume import resume
+
+    store = open_store(db_url(args))
+    read_run(store, args.run_id)
+    result = resume(args.run_id, store=store, progress=not args.no_progress)
+    if hasattr(result, "batches"):
+        _print_collected(result)
+    elif hasattr(result, "deployments"):
+        _print_prepared(result)
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from runtime.demo import DEFAULT_DEMO_ROOT, run_demo
+
+    result = run_demo(
+        Path(args.out) if args.out else DEFAULT_DEMO_ROOT,
+        cfg=collection_config(args),
+        db=getattr(args, "db", None),
+        progress=not args.no_progress,
+        on_run_id=lambda run_id: setattr(args, "run_id", run_id),
+    )
+    store = open_store(result.db_url)
+    events = read_run(store, result.run_id)
+    out(f"demo run {result.run_id} in {result.directory}")
+    out(f"run output folder: {result.output_dir}")
+    out(batch_table(events))
+    summary = run_summary(result.run_id, events)
+    out(
+        f"{summary['episodes_accepted']}/{summary['episodes_attempted']} episodes accepted; "
+        f"state {summary['state']}"
+    )
+    out(f"inspect: assetcast --db {result.db_url} show {result.run_id}")
+    return EXIT_OK
+
+
+# Handlers whose unexpected errors (once a run id exists) are reported as that run's failure.
+RUN_HANDLERS: set[Callable[[argparse.Namespace], int]] = {
+    cmd_prepare, cmd_run, cmd_collect, cmd_resume, cmd_demo,
+}

@@ -1,0 +1,81 @@
+"""Talking to a provider with its contract enforced: a provider is outside code, so what it
+returns is checked before it becomes a fact in the log."""
+
+from __future__ import annotations
+
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from domain.assets import (
+    AssetCandidate,
+    AssetProvider,
+    AssetQuery,
+    PreparationContext,
+    PreparedAsset,
+)
+from domain.errors import AssetcastError
+from domain.requirements import AssetRequirements
+from runtime.preparation.errors import ProviderMisbehaved
+
+log = structlog.get_logger(__name__)
+
+
+def listing_query(requirements: AssetRequirements, role: str) -> AssetQuery:
+    """Providers do not know task-owned aliases: with aliases, list every category and let
+    the matcher enforce the category exactly."""
+    query = requirements.roles[role].query
+    if requirements.category_aliases:
+        return AssetQuery(None, query.attributes, query.capabilities)
+    return query
+
+
+def list_candidates(provider: AssetProvider, query: AssetQuery, limit: int) -> list[AssetCandidate]:
+    """At most ``limit`` distinct candidates, or an error describing the contract breach.
+
+    Only ``limit + 1`` items are ever pulled, so an endless provider cannot stall preparation.
+    """
+    items = list(islice(iter(provider.candidates(query, limit)), limit + 1))
+    if len(items) > limit:
+        raise ProviderMisbehaved(f"provider returned more than the requested limit of {limit}")
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        if not isinstance(item, AssetCandidate):
+            raise ProviderMisbehaved(
+                f"item {index} is a {type(item).__name__}, not an AssetCandidate"
+            )
+        if not isinstance(item.candidate_id, str) or not item.candidate_id:
+            raise ProviderMisbehaved(f"item {index} has no candidate_id string")
+        if item.candidate_id in seen:
+            raise ProviderMisbehaved(f"candidate id {item.candidate_id!r} listed twice")
+        seen.add(item.candidate_id)
+    return items
+
+
+def materialize_candidate(
+    provider: AssetProvider, candidate: AssetCandidate, context: PreparationContext
+) -> PreparedAsset:
+    """``provider.materialize``, refusing anything that is not a ``PreparedAsset``."""
+    prepared = provider.materialize(candidate, context)
+    if not isinstance(prepared, PreparedAsset):
+        raise ProviderMisbehaved(
+            f"materialize returned a {type(prepared).__name__}, not a PreparedAsset"
+        )
+    return prepared
+
+
+def reuse_snapshot(payload: dict[str, Any]) -> PreparedAsset | None:
+    """The logged snapshot if it still verifies byte for byte, else ``None`` (redo it)."""
+    from runtime.assets.snapshot import read_snapshot, verify_prepared_asset
+
+    try:
+        asset = read_snapshot(Path(payload["snapshot_dir"]))
+        verify_prepared_asset(asset)
+    except (AssetcastError, OSError, ValueError) as error:
+        log.warning("prepare.snapshot_unusable", snapshot=payload["snapshot_dir"], error=str(error))
+        return None
+    if asset.content_sha256 != payload["content_sha256"]:
+        return None
+    return asset

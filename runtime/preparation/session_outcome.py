@@ -1,0 +1,80 @@
+"""Running a preparation job to its end, whatever the end is.
+
+Success writes the preparation report. Any failure (including Ctrl-C) first appends
+``RunFailed`` and writes the failed report, so the log tells what happened even though the
+error still propagates; problems while recording it become notes on the original error,
+which keeps its identity. The lease is released either way.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from runtime.deployment import Deployment
+from runtime.files import write_json_atomic
+from runtime.preparation.batch_job import PreparationJob
+from runtime.preparation.errors import PreparationFailed
+from runtime.preparation.ledger import Ledger
+from store.projections.preparation_report import preparation_report
+
+log = structlog.get_logger(__name__)
+
+REPORT_NAME = "preparation.report.json"
+PHASE = "preparing"  # the run state preparation owns; RunFailed.phase and resume use it
+
+
+@dataclass(frozen=True)
+class PreparationResult:
+    run_id: str
+    deployments: tuple[Deployment, ...]
+    report_path: Path
+
+
+def write_report(store: Any, run_id: str, output: Path) -> Path:
+    path = output / REPORT_NAME
+    write_json_atomic(path, preparation_report(store.read(run_id)))
+    return path
+
+
+def record_failure(ledger: Ledger, output: Path, error: BaseException) -> None:
+    """Append ``RunFailed`` and write the failed report; secondary failures become notes."""
+    cause = error.__cause__ if isinstance(error, PreparationFailed) else error
+    assert cause is not None
+    payload = {
+        "phase": PHASE,
+        "error_type": type(cause).__name__,
+        "detail": str(cause),
+        "traceback": "".join(traceback.format_exception(error)),
+        "batch_index": None,
+        "episode_index": None,
+    }
+    try:
+        ledger.emit("RunFailed", payload)
+    except Exception as secondary:
+        error.add_note(f"recording RunFailed failed: {type(secondary).__name__}: {secondary}")
+    try:
+        write_report(ledger.store, ledger.run_id, output)
+    except Exception as secondary:
+        error.add_note(f"writing {REPORT_NAME} failed: {type(secondary).__name__}: {secondary}")
+
+
+def drive(job: PreparationJob) -> PreparationResult:
+    """Run ``job``; return its deployments, or record the failure and re-raise it."""
+    try:
+        deployments = job.run()
+        report_path = write_report(job.ledger.store, job.ledger.run_id, job.output)
+    except BaseException as error:
+        record_failure(job.ledger, job.output, error)
+        raise
+    finally:
+        try:
+            job.ledger.release()
+        except Exception as error:  # the run's outcome is already in the log
+            log.warning("prepare.lease_release_failed", error=str(error))
+    log.info("prepare.done", run_id=job.ledger.run_id, batches=len(deployments))
+    return PreparationResult(job.ledger.run_id, deployments, report_path)
