@@ -564,6 +564,24 @@ class _Collector:
             error.add_note(f"Recording {what} also failed: {type(exc).__name__}: {exc}")
 
 
+def _require_registered(
+    plan: CollectionPlan,
+    initial: tuple[CheckSpec, ...] | None,
+    final: tuple[CheckSpec, ...] | None,
+) -> None:
+    """Refuse, before any event, a task naming checks or skills this process lacks."""
+    pending = plan.pending_batches()
+    if not pending:
+        return
+    from runtime.sim.registry import unregistered_message, unregistered_names
+    from runtime.taskfile import load_task
+
+    task = load_task(pending[0].deployment_path / "task.yaml")
+    missing = unregistered_names(task, initial, final)
+    if missing:
+        raise CollectionRefused(f"run {plan.run_id}: {unregistered_message(missing)}")
+
+
 def run_collection(
     run_id: str,
     *,
@@ -591,6 +609,8 @@ def run_collection(
     events = list(known_events)
     events += store.read(run_id, after_seq=events[-1].seq if events else 0)
     plan = read_plan(run_id, events, episodes_per_batch=episodes_per_batch)
+    if environment_factory is None:
+        _require_registered(plan, initial, final)
     committed = plan.committed()
     if not verified:
         verify_committed(run_id, plan.output_dir, committed)

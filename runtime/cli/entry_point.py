@@ -22,6 +22,7 @@ from runtime.cli.exit_codes import (
 )
 from runtime.cli.output import one_line
 from runtime.cli.parser import build_parser
+from runtime.cli.plugins import load_plugins, plugin_names
 from runtime.cli.run_commands import RUN_HANDLERS
 from runtime.logging import configure_logging
 
@@ -39,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exit_.code or 0)
     configure_logging(level=args.log_level, json_lines=args.log_json)
     try:
+        load_plugins(plugin_names(args.plugin))
         return int(args.handler(args))
     except BrokenPipeError:  # `assetcast events RUN | head`: the reader had enough
         devnull = os.open(os.devnull, os.O_WRONLY)

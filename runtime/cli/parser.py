@@ -49,6 +49,14 @@ def _common(parser: argparse.ArgumentParser, *, db: bool, top: bool) -> None:
         default=False if top else argparse.SUPPRESS,
         help="log JSON lines instead of key=value text",
     )
+    parser.add_argument(
+        "--plugin",
+        metavar="MODULE",
+        action="append",
+        default=[] if top else argparse.SUPPRESS,
+        help="import MODULE first (it may register checks and skills); repeatable; "
+        "also read from $ASSETCAST_PLUGINS",
+    )
     if db:
         parser.add_argument(
             "--db",

@@ -59,7 +59,13 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
     from runtime.taskfile import load_task
 
     cfg = collection_config(args)
-    load_task(args.task)  # task errors before the database is even opened
+    task = load_task(args.task)  # task errors before the database is even opened
+    if goal == "run":
+        from runtime.sim.registry import unregistered_message, unregistered_names
+
+        missing = unregistered_names(task)
+        if missing:
+            raise UsageError(f"{args.task}: {unregistered_message(missing)}")
     providers = providers_from_catalog_args(args.catalog)
     store = open_store(db_url(args), create=True)
     run_id = new_run_id()

@@ -4,6 +4,7 @@ from runtime.sim.checks import CheckUnavailable, register_check, registered_chec
 from runtime.sim.environment import CONTROL_DECIMATION, TaskEnvironment
 from runtime.sim.errors import SceneBuildError, SceneMismatch
 from runtime.sim.recorder import TrajectoryRecorder, commit_trajectory, trajectory_bytes
+from runtime.sim.registry import unregistered_names
 from runtime.sim.results import (
     CheckResult,
     CommitReceipt,
@@ -33,4 +34,5 @@ __all__ = [
     "registered_checks",
     "registered_skills",
     "trajectory_bytes",
+    "unregistered_names",
 ]
