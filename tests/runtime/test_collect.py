@@ -11,26 +11,10 @@ import pytest
 from domain.state import fold
 from domain.task import CheckSpec
 from runtime.collect import CollectionRefused, collect, default_environment_factory
-from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
 from runtime.files import report_text
 from runtime.seeds import episode_seed
-from store import InMemoryEventStore
 from store.projections.collection_report import collection_report
-
-
-@pytest.fixture(scope="module")
-def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_catalog(tmp_path_factory.mktemp("catalog") / "demo")
-
-
-@pytest.fixture
-def store() -> InMemoryEventStore:
-    return InMemoryEventStore()
-
-
-def prepared(store: Any, tmp_path: Path, catalog: Path, **kwargs: Any) -> str:
-    options = {"batches": 2, "episodes_per_batch": 2, "settle_steps": 10, **kwargs}
-    return prepare_demo_run(store, tmp_path / "out", catalog, **options)
+from tests.runtime.demo_runs import prepared
 
 
 def types_after(events: list[Any], kind: str) -> list[str]:
@@ -86,7 +70,7 @@ def flaky_factory(made: list[Flaky], **options: Any) -> Any:
 
 
 def test_event_sequence_of_a_small_run(store: Any, tmp_path: Path, catalog: Path) -> None:
-    run_id = prepared(store, tmp_path, catalog)
+    run_id = prepared(store, tmp_path / "out", catalog)
     result = collect(run_id, store=store, progress=False)
     events = store.read(run_id)
     episode = [
@@ -136,7 +120,7 @@ def test_event_sequence_of_a_small_run(store: Any, tmp_path: Path, catalog: Path
 def test_report_json_is_the_projection_of_the_log(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=1)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1)
     result = collect(run_id, store=store, progress=False)
     text = result.report_path.read_text(encoding="utf-8")
     assert text == report_text(collection_report(store.read(run_id)))
@@ -154,7 +138,7 @@ def test_report_json_is_the_projection_of_the_log(
 def test_env_raising_mid_episode_fails_the_run_and_keeps_the_error(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog)
+    run_id = prepared(store, tmp_path / "out", catalog)
     made: list[Flaky] = []
     boom = RuntimeError("actuator exploded")
     with pytest.raises(RuntimeError, match="actuator exploded") as caught:
@@ -185,7 +169,7 @@ def test_env_raising_mid_episode_fails_the_run_and_keeps_the_error(
 def test_close_failure_is_a_note_on_the_original_error(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=1)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1)
     made: list[Flaky] = []
     boom = ValueError("bad grasp")
     factory = flaky_factory(
@@ -206,7 +190,7 @@ def test_close_failure_is_a_note_on_the_original_error(
 def test_close_failure_after_all_batches_fails_the_run(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=1, episodes_per_batch=1)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
     closing = OSError("cannot release the GL context")
     factory = flaky_factory([], close_error=closing)
     with pytest.raises(OSError) as caught:
@@ -221,7 +205,7 @@ def test_close_failure_after_all_batches_fails_the_run(
 def test_custom_factory_is_called_once_for_the_first_deployment(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=3, episodes_per_batch=1)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=3, episodes_per_batch=1)
     calls: list[tuple[Path, int, int]] = []
 
     def factory(deployment_dir: Path, *, seed: int, settle_steps: int) -> Any:
@@ -236,7 +220,7 @@ def test_custom_factory_is_called_once_for_the_first_deployment(
 def test_keyboard_interrupt_is_a_recorded_failure(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=1)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1)
     interrupt = KeyboardInterrupt()
     factory = flaky_factory([], fail_program_at=2, error=interrupt)
     with pytest.raises(KeyboardInterrupt) as caught:
@@ -253,7 +237,7 @@ def test_keyboard_interrupt_is_a_recorded_failure(
 def test_recording_disabled_discards_accepted_episodes(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, record_trajectory=False, seed=8, batches=1)
+    run_id = prepared(store, tmp_path / "out", catalog, record_trajectory=False, seed=8, batches=1)
     result = collect(run_id, store=store, progress=False)
     assert result.accepted > 0
     events = store.read(run_id)
@@ -275,7 +259,7 @@ def test_recording_disabled_discards_accepted_episodes(
 def test_custom_checks_replace_the_task_checks(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=1, episodes_per_batch=1, seed=8)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1, seed=8)
     collect(
         run_id,
         store=store,
@@ -289,7 +273,7 @@ def test_custom_checks_replace_the_task_checks(
 
 
 def test_episodes_per_batch_override(store: Any, tmp_path: Path, catalog: Path) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=1, episodes_per_batch=3)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=3)
     result = collect(run_id, store=store, episodes_per_batch=1, progress=False)
     assert [len(b.episodes) for b in result.batches] == [1]
 
@@ -305,7 +289,7 @@ def test_episodes_per_batch_override(store: Any, tmp_path: Path, catalog: Path) 
 def test_bad_arguments_are_refused_before_any_event(
     store: Any, tmp_path: Path, catalog: Path, kwargs: dict[str, Any], message: str
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=1, episodes_per_batch=1)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
     version = store.state(run_id).version
     with pytest.raises(CollectionRefused, match=message):
         collect(run_id, store=store, progress=False, **kwargs)
@@ -317,7 +301,7 @@ def test_bad_arguments_are_refused_before_any_event(
 def test_collect_refuses_a_run_that_is_not_prepared(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog, batches=1, episodes_per_batch=1)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
     collect(run_id, store=store, progress=False)
     with pytest.raises(CollectionRefused, match=rf"run {run_id} is completed, not prepared"):
         collect(run_id, store=store, progress=False)
@@ -345,12 +329,12 @@ def test_progress_bar_only_on_a_terminal(
 ) -> None:
     terminal = _Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
-    run_id = prepared(store, tmp_path, catalog, batches=1)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1)
     collect(run_id, store=store, progress=True)
     shown = "".join(terminal.parts)
     assert f"collect {run_id}" in shown and "2/2" in shown and "accepted=" in shown
     terminal.parts.clear()
-    other = prepare_demo_run(store, tmp_path / "quiet", catalog, batches=1, episodes_per_batch=1)
+    other = prepared(store, tmp_path / "quiet", catalog, batches=1, episodes_per_batch=1)
     collect(other, store=store, progress=False)
     assert f"collect {other}" not in "".join(terminal.parts)
 
@@ -358,7 +342,7 @@ def test_progress_bar_only_on_a_terminal(
 def test_reset_submitted_follows_a_real_nominal_reset(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
-    run_id = prepared(store, tmp_path, catalog)
+    run_id = prepared(store, tmp_path / "out", catalog)
     calls: list[str] = []
 
     class Counting:

@@ -9,27 +9,11 @@ import pytest
 
 from domain.state import fold
 from runtime.collect import CollectionRefused, collect, default_environment_factory
-from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
 from runtime.collect_support.recordings import CommittedTrajectoryMissing
 from runtime.files import report_text
 from runtime.resume import NothingToResume, resume
-from store import InMemoryEventStore
 from store.projections.collection_report import collection_report
-
-
-@pytest.fixture(scope="module")
-def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_catalog(tmp_path_factory.mktemp("catalog") / "demo")
-
-
-@pytest.fixture
-def store() -> InMemoryEventStore:
-    return InMemoryEventStore()
-
-
-def prepared(store: Any, out: Path, catalog: Path, **kwargs: Any) -> str:
-    options = {"batches": 2, "episodes_per_batch": 2, "settle_steps": 10, **kwargs}
-    return prepare_demo_run(store, out, catalog, **options)
+from tests.runtime.demo_runs import prepared
 
 
 def interrupting_factory(at_program: int) -> Any:
