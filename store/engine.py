@@ -13,6 +13,9 @@ compare-and-swap UPDATE waits on a concurrent writer's row lock and then re-chec
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -62,7 +65,7 @@ def _configure_sqlite(engine: Engine) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if engine.url.database not in (None, "", ":memory:"):
-                cursor.execute("PRAGMA journal_mode = WAL")
+                _enable_wal(cursor)
             cursor.execute("PRAGMA synchronous = FULL")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
@@ -72,3 +75,29 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(conn) -> None:  # type: ignore[no-untyped-def]
         mode = conn.get_execution_options().get("sqlite_begin", "")
         conn.exec_driver_sql(f"BEGIN {mode}".strip())
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch the file to WAL, waiting out other processes doing the same.
+
+    Changing the journal mode needs an exclusive lock, and SQLite reports "database is
+    locked" at once instead of calling the busy handler; several processes opening a new
+    database together (a collector and a resume racing) would fail without this loop.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.002
+    while True:
+        try:
+            row = cursor.execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        else:
+            if row is not None and str(row[0]).lower() == "wal":
+                return
+            if time.monotonic() > deadline:
+                raise sqlite3.OperationalError(
+                    f"could not switch the database to WAL (journal mode {row[0] if row else None})"
+                )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)

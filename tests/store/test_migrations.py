@@ -76,7 +76,7 @@ def test_concurrent_first_openers_upgrade_once(backend_url: str) -> None:
             proc.kill()
             _, err = proc.communicate()
         if proc.returncode != 0:
-            failures.append(err.strip().splitlines()[-1:])
+            failures.append(err.strip().splitlines()[-25:])
     assert failures == []
     assert current(backend_url) == head_revision()
 
