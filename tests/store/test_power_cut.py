@@ -29,8 +29,10 @@ CUTS = 8
 
 def _reader(stream, acked: list[tuple[int, int]], first: threading.Event) -> None:
     for line in stream:
-        version, wal_bytes = line.split()
-        acked.append((int(version), int(wal_bytes)))
+        fields = line.split()
+        if not line.endswith("\n") or len(fields) != 2:
+            continue  # cut off by the kill mid-print: not an acknowledgement
+        acked.append((int(fields[0]), int(fields[1])))
         first.set()
 
 
