@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
@@ -65,8 +65,6 @@ def _task_path(deployment_dir: Path) -> Path:
 class TaskEnvironment:
     """A MuJoCo tabletop scene with a parallel-jaw gripper, driven by a task program."""
 
-    total_constructions: ClassVar[int] = 0
-
     def __init__(self, task: TaskSpec, deployment_dir: Path, *, settle_steps: int = 0) -> None:
         if type(settle_steps) is not int or settle_steps < 0:
             raise ValueError("settle_steps must be a non-negative integer")
@@ -83,7 +81,6 @@ class TaskEnvironment:
         )
         sc.add_entities(self.spec, self._placements(self.order))
         self._compile()
-        TaskEnvironment.total_constructions += 1
         self.constructions = 1
         self.replacements = 0
         self.closed = False

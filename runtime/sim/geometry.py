@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,6 @@ class EntityGeometry:
     content_sha256: str | None
     asset_id: str | None
     identity: tuple[Any, ...]  # compared when deciding that two entities are "the same"
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def local_lower(self) -> np.ndarray:
