@@ -132,8 +132,10 @@ def _build(
         source_locator=locator,
     )
     _write_file(tmp / ".assetcast" / "snapshot.json", snapshot_bytes(asset))
-    for folder in sorted({(tmp / rel).parent for rel in [*data, *derived]}, reverse=True):
-        fsync_directory(folder)
+    # Every folder, bottom-up: a file or subfolder entry is only durable once the folder
+    # holding it is synced, and ``.assetcast/`` holds snapshot.json and ``collision/``.
+    for dirpath, _dirnames, _filenames in os.walk(tmp, topdown=False):
+        fsync_directory(Path(dirpath))
     log.debug("asset_collision_pieces", asset_id=asset.asset_id, method=method, pieces=len(names))
     return asset
 
