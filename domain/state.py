@@ -331,23 +331,19 @@ class Folder:
             batch.deployment = p
 
     # -- collection ----------------------------------------------------------------
+    def _environment(self, session_id: str) -> EnvironmentFacts:
+        found = self.state.environments.get(session_id)
+        if found is None:
+            found = self.state.environments[session_id] = EnvironmentFacts(session_id)
+        return found
+
     def _environment_built(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
-            env = self.state.environments.get(p["session_id"])
-            if env is None:
-                env = self.state.environments[p["session_id"]] = EnvironmentFacts(
-                    p["session_id"]
-                )
-            env.built.append(p)
+            self._environment(p["session_id"]).built.append(p)
 
     def _environment_closed(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
-            env = self.state.environments.get(p["session_id"])
-            if env is None:
-                env = self.state.environments[p["session_id"]] = EnvironmentFacts(
-                    p["session_id"]
-                )
-            env.closed = p
+            self._environment(p["session_id"]).closed = p
 
     def _batch_started(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
