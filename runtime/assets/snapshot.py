@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from domain.assets import AssetDescriptor, PreparedAsset
-from domain.canonical import canonical_json, sha256_hex, sha256_json
+from domain.canonical import canonical_json, sha256_json
 from domain.errors import AssetValidationError
 from runtime.assets.package import MANIFEST_NAME, RESERVED_DIR, load_json_strict, parse_manifest
+from runtime.files import file_sha256
 
 SNAPSHOT_SCHEMA_VERSION = 1
 SNAPSHOT_RELPATH = f"{RESERVED_DIR}/snapshot.json"
@@ -115,7 +116,7 @@ def _check_digests(folder: Path, recorded: dict[str, str], present: set[str], wh
     for rel, digest in sorted(recorded.items()):
         if rel not in present:
             raise AssetValidationError(f"{folder / rel}: file is missing from the snapshot")
-        if sha256_hex((folder / rel).read_bytes()) != digest:
+        if file_sha256(folder / rel) != digest:
             raise AssetValidationError(
                 f"{folder / rel}: content does not match its recorded SHA-256"
             )
