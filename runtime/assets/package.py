@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,34 @@ class PackageManifest:
     collision_path: str | None
 
 
+def walk_tree(folder: Path) -> Iterator[Path]:
+    """Every entry below ``folder`` (files and folders), each folder's entries sorted by name.
+
+    Symlinked folders are listed but not entered, so the caller's check sees them.
+    """
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        base = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            yield base / name
+
+
+def regular_file_size(path: Path, *, inside: str) -> int | None:
+    """Size of ``path`` if it is a regular file, ``None`` for a folder.
+
+    Symlinks and special files are refused (``inside`` names the tree, e.g. "a package"):
+    the bytes we hash must be the bytes a simulator later reads, and a link could point
+    elsewhere. One ``lstat`` answers both the type and the size.
+    """
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise AssetValidationError(f"{path}: symlinks are not allowed in {inside}")
+    if stat.S_ISDIR(info.st_mode):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        raise AssetValidationError(f"{path}: not a regular file")
+    return info.st_size
+
+
 def list_package_files(package_dir: Path) -> list[str]:
     """Every regular file below ``package_dir`` as sorted POSIX relpaths.
 
@@ -48,32 +77,25 @@ def list_package_files(package_dir: Path) -> list[str]:
         raise AssetValidationError(f"{package_dir}: package folder does not exist")
     found: list[str] = []
     total = 0
-    for dirpath, dirnames, filenames in os.walk(package_dir, followlinks=False):
-        base = Path(dirpath)
-        for name in sorted(dirnames + filenames):
-            path = base / name
-            rel = path.relative_to(package_dir).as_posix()
-            if rel == RESERVED_DIR:
-                raise AssetValidationError(
-                    f"{path}: a package may not contain a {RESERVED_DIR}/ folder"
-                )
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
-                raise AssetValidationError(f"{path}: symlinks are not allowed in a package")
-            if stat.S_ISDIR(mode):
-                continue
-            if not stat.S_ISREG(mode):
-                raise AssetValidationError(f"{path}: not a regular file")
-            found.append(rel)
-            total += os.lstat(path).st_size
-            if total > MAX_PACKAGE_BYTES:
-                raise AssetValidationError(
-                    f"{package_dir}: package is larger than {MAX_PACKAGE_BYTES} bytes"
-                )
-            if len(found) > MAX_PACKAGE_FILES:
-                raise AssetValidationError(
-                    f"{package_dir}: package has more than {MAX_PACKAGE_FILES} files"
-                )
+    for path in walk_tree(package_dir):
+        rel = path.relative_to(package_dir).as_posix()
+        if rel == RESERVED_DIR:
+            raise AssetValidationError(
+                f"{path}: a package may not contain a {RESERVED_DIR}/ folder"
+            )
+        size = regular_file_size(path, inside="a package")
+        if size is None:
+            continue
+        found.append(rel)
+        total += size
+        if total > MAX_PACKAGE_BYTES:
+            raise AssetValidationError(
+                f"{package_dir}: package is larger than {MAX_PACKAGE_BYTES} bytes"
+            )
+        if len(found) > MAX_PACKAGE_FILES:
+            raise AssetValidationError(
+                f"{package_dir}: package has more than {MAX_PACKAGE_FILES} files"
+            )
     if MANIFEST_NAME not in found:
         raise AssetValidationError(f"{package_dir / MANIFEST_NAME}: file is missing")
     return sorted(found)

@@ -9,15 +9,20 @@ derived collision piece, or the metadata in ``snapshot.json`` -- is refused with
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from domain.assets import AssetDescriptor, PreparedAsset
 from domain.canonical import canonical_json, sha256_json
 from domain.errors import AssetValidationError
-from runtime.assets.package import MANIFEST_NAME, RESERVED_DIR, load_json_strict, parse_manifest
+from runtime.assets.package import (
+    MANIFEST_NAME,
+    RESERVED_DIR,
+    load_json_strict,
+    parse_manifest,
+    regular_file_size,
+    walk_tree,
+)
 from runtime.files import file_sha256
 
 SNAPSHOT_SCHEMA_VERSION = 1
@@ -95,21 +100,6 @@ def read_snapshot(snapshot_dir: str | Path) -> PreparedAsset:
     )
 
 
-def _walk_files(folder: Path) -> list[str]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        for name in sorted(dirnames + filenames):
-            path = Path(dirpath) / name
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
-                raise AssetValidationError(f"{path}: symlinks are not allowed in a snapshot")
-            if stat.S_ISREG(mode):
-                found.append(path.relative_to(folder).as_posix())
-            elif not stat.S_ISDIR(mode):
-                raise AssetValidationError(f"{path}: not a regular file")
-    return sorted(found)
-
-
 def _check_digests(folder: Path, recorded: dict[str, str], present: set[str], what: str) -> None:
     for rel in sorted(present - set(recorded)):
         raise AssetValidationError(f"{folder / rel}: file is not recorded in the {what}")
@@ -140,7 +130,11 @@ def verify_prepared_asset(asset: PreparedAsset) -> None:
         raise AssetValidationError(f"{meta}: content_sha256 does not match descriptor and files")
     if not set(asset.collision_pieces) <= set(asset.derived_files):
         raise AssetValidationError(f"{meta}: collision_pieces are not all derived_files")
-    present = set(_walk_files(folder))
+    present = {
+        path.relative_to(folder).as_posix()
+        for path in walk_tree(folder)
+        if regular_file_size(path, inside="a snapshot") is not None
+    }
     package = {rel for rel in present if not rel.startswith(f"{RESERVED_DIR}/")}
     derived = {rel for rel in present - package if rel != SNAPSHOT_RELPATH}
     _check_digests(folder, dict(asset.files), package, "snapshot's files")
