@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,19 +126,33 @@ def load_json_strict(data: bytes, source: str) -> Any:
         raise AssetValidationError(f"{source}: invalid JSON: {exc}") from exc
 
 
-def parse_manifest(data: bytes, source: str) -> PackageManifest:
-    """Strictly decode ``asset.catalog.json`` bytes (paths checked, existence not)."""
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise AssetValidationError(f"{source}: larger than {MAX_MANIFEST_BYTES} bytes")
+def load_json_object(
+    data: bytes, source: str, *, allowed: Sequence[str], required: Sequence[str]
+) -> dict[str, Any]:
+    """Strictly decode a JSON object whose fields are exactly known: unknown fields
+    are an error (a typo must not be silently ignored), and so are missing required ones."""
     raw = load_json_strict(data, source)
     if not isinstance(raw, dict):
         raise AssetValidationError(f"{source}: top level must be an object")
     for key in sorted(raw):
-        if key not in ("descriptor", "visual_path", "collision_path"):
+        if key not in allowed:
             raise AssetValidationError(f"{source}: {key}: unknown field")
-    for key in ("descriptor", "visual_path"):
+    for key in required:
         if key not in raw:
             raise AssetValidationError(f"{source}: {key}: required field is missing")
+    return raw
+
+
+def parse_manifest(data: bytes, source: str) -> PackageManifest:
+    """Strictly decode ``asset.catalog.json`` bytes (paths checked, existence not)."""
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise AssetValidationError(f"{source}: larger than {MAX_MANIFEST_BYTES} bytes")
+    raw = load_json_object(
+        data,
+        source,
+        allowed=("descriptor", "visual_path", "collision_path"),
+        required=("descriptor", "visual_path"),
+    )
     descriptor = AssetDescriptor.from_dict(raw["descriptor"], source=source)
     paths: dict[str, str | None] = {}
     for key in ("visual_path", "collision_path"):

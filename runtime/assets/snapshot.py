@@ -18,7 +18,7 @@ from domain.errors import AssetValidationError
 from runtime.assets.package import (
     MANIFEST_NAME,
     RESERVED_DIR,
-    load_json_strict,
+    load_json_object,
     parse_manifest,
     regular_file_size,
     walk_tree,
@@ -70,15 +70,7 @@ def read_snapshot(snapshot_dir: str | Path) -> PreparedAsset:
     except OSError as exc:
         raise AssetValidationError(f"{path}: cannot be read: {exc}") from exc
     source = str(path)
-    raw = load_json_strict(data, source)
-    if not isinstance(raw, dict):
-        raise AssetValidationError(f"{source}: top level must be an object")
-    for key in sorted(raw):
-        if key not in _SNAPSHOT_FIELDS:
-            raise AssetValidationError(f"{source}: {key}: unknown field")
-    for key in _SNAPSHOT_FIELDS:
-        if key not in raw:
-            raise AssetValidationError(f"{source}: {key}: required field is missing")
+    raw = load_json_object(data, source, allowed=_SNAPSHOT_FIELDS, required=_SNAPSHOT_FIELDS)
     if raw["schema_version"] != SNAPSHOT_SCHEMA_VERSION:
         raise AssetValidationError(
             f"{source}: schema_version: unsupported value {raw['schema_version']!r}"
