@@ -51,12 +51,14 @@ def _str_map(value: Any, field: str, source: str) -> dict[str, str]:
     return value
 
 
-def _opt_str(value: Any, field: str, source: str, *, nullable: bool = False) -> str | None:
-    if value is None and nullable:
-        return None
+def _str(value: Any, field: str, source: str) -> str:
     if not isinstance(value, str):
         raise AssetValidationError(f"{source}: {field}: expected a string")
     return value
+
+
+def _opt_str(value: Any, field: str, source: str) -> str | None:
+    return None if value is None else _str(value, field, source)
 
 
 def read_snapshot(snapshot_dir: str | Path) -> PreparedAsset:
@@ -79,16 +81,16 @@ def read_snapshot(snapshot_dir: str | Path) -> PreparedAsset:
     if not isinstance(pieces, list) or not all(isinstance(p, str) for p in pieces):
         raise AssetValidationError(f"{source}: collision_pieces: expected a list of strings")
     return PreparedAsset(
-        candidate_id=_opt_str(raw["candidate_id"], "candidate_id", source) or "",
-        content_sha256=_opt_str(raw["content_sha256"], "content_sha256", source) or "",
+        candidate_id=_str(raw["candidate_id"], "candidate_id", source),
+        content_sha256=_str(raw["content_sha256"], "content_sha256", source),
         descriptor=AssetDescriptor.from_dict(raw["descriptor"], source=source),
         snapshot_dir=str(folder),
-        visual_path=_opt_str(raw["visual_path"], "visual_path", source) or "",
-        collision_path=_opt_str(raw["collision_path"], "collision_path", source, nullable=True),
+        visual_path=_str(raw["visual_path"], "visual_path", source),
+        collision_path=_opt_str(raw["collision_path"], "collision_path", source),
         files=_str_map(raw["files"], "files", source),
         collision_pieces=tuple(pieces),
         derived_files=_str_map(raw["derived_files"], "derived_files", source),
-        source_locator=_opt_str(raw["source_locator"], "source_locator", source) or "",
+        source_locator=_str(raw["source_locator"], "source_locator", source),
     )
 
 
