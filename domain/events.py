@@ -20,7 +20,6 @@ SCHEMA_VERSION = 1
 
 # Field kinds. ``Any`` accepts every JSON value; ``int`` never accepts a bool.
 _S, _I, _B, _L, _D, _A = str, int, bool, list, dict, object
-_NUM = (int, float)
 
 # type -> {field: kind}; fields listed in NULLABLE may also be null.
 EVENT_FIELDS: dict[str, dict[str, Any]] = {

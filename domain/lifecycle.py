@@ -18,8 +18,6 @@ COMPLETED = "completed"
 FAILED = "failed"
 
 STATES: tuple[str, ...] = (PREPARING, PREPARED, COLLECTING, COMPLETED, FAILED)
-TERMINAL: frozenset[str] = frozenset({COMPLETED})
-NON_TERMINAL: frozenset[str] = frozenset({PREPARING, PREPARED, COLLECTING})
 
 # Events that fire a trigger of the machine.
 TRIGGERS: dict[str, str] = {

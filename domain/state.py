@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from domain.errors import IllegalTransition
 from domain.lifecycle import ABSENT, ACCEPTING_STATES, TRIGGERS, Lifecycle, phase_of
@@ -42,10 +42,6 @@ class EpisodeState:
     committed: dict | None = None
     discarded: str | None = None
     reset_submitted: bool = False
-
-    @property
-    def started(self) -> bool:
-        return True
 
     @property
     def done(self) -> bool:
@@ -439,19 +435,11 @@ class Folder:
         ep.stage = next_stage
 
 
-def fold(run_id: str, events: Iterable[EventLike], folder: Folder | None = None) -> RunState:
+def fold(run_id: str, events: Iterable[EventLike]) -> RunState:
     """Replay ``events`` (ordered by seq) through the lifecycle; raise on the first
-    illegal one. Pass ``folder`` to continue an earlier fold incrementally."""
-    folder = folder or Folder(run_id)
+    illegal one. Stores fold incrementally through their own ``Folder`` instead."""
+    folder = Folder(run_id)
     apply = folder.apply
     for event in events:
         apply(event.seq, event.type, event.payload)
-    return folder.state
-
-
-def fold_rows(folder: Folder, rows: Iterable[tuple[int, str, Any]]) -> RunState:
-    """Like ``fold`` for ``(seq, type, payload)`` tuples (the store's fast path)."""
-    apply = folder.apply
-    for seq, event_type, payload in rows:
-        apply(seq, event_type, payload)
     return folder.state
