@@ -146,6 +146,12 @@ class TaskEnvironment:
             eid: int(m.jnt_dofadr[m.joint(sc.entity_joint_name(eid)).id]) for eid in self.order
         }
         self._entity_body = {eid: m.body(sc.entity_body_name(eid)).id for eid in self.order}
+        # qpos indices of every entity's free-joint pose (x y z qw qx qy qz), one row per
+        # entity in ``order``: an observation, taken every control interval, gathers them
+        # with one index instead of a per-entity slice and stack.
+        self._entity_pose_qpos = np.array(
+            [self._entity_qpos[eid] for eid in self.order], dtype=np.intp
+        )[:, None] + np.arange(7, dtype=np.intp)
         self._actuators = [m.actuator(f"act_{j}").id for j in sc.ROBOT_JOINTS]
 
     def _check_compatible(self, task: TaskSpec, directory: Path) -> dict[str, EntityGeometry]:
@@ -305,14 +311,12 @@ class TaskEnvironment:
         return q
 
     def observation(self) -> dict[str, np.ndarray]:
+        """The state recorded every control interval (index arrays gather fresh copies)."""
         d = self.data
-        poses = np.stack(
-            [d.qpos[self._entity_qpos[e] : self._entity_qpos[e] + 7] for e in self.order]
-        )
         return {
-            "robot_qpos": d.qpos[self._robot_qpos].copy(),
-            "robot_qvel": d.qvel[self._robot_dof].copy(),
-            "entity_pose": poses.copy(),
+            "robot_qpos": d.qpos[self._robot_qpos],
+            "robot_qvel": d.qvel[self._robot_dof],
+            "entity_pose": d.qpos[self._entity_pose_qpos],
             "finger_width": np.array(self.finger_width()),
             "time": np.array(d.time),
         }
