@@ -13,7 +13,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from domain.errors import IllegalTransition
-from domain.lifecycle import ABSENT, ACCEPTING_STATES, TRIGGERS, Lifecycle, phase_of
+from domain.lifecycle import (
+    ABSENT,
+    ACCEPTING_STATES,
+    COLLECTING,
+    COMPLETED,
+    PREPARED,
+    PREPARING,
+    TRIGGERS,
+    Lifecycle,
+    phase_of,
+)
 
 
 class EventLike(Protocol):
@@ -240,7 +250,7 @@ class Folder:
             self.state.created = p
 
     def _preparation_completed(self, seq: int, _t: str, p: dict) -> None:
-        if self.lifecycle.state == "preparing":
+        if self.lifecycle.state == PREPARING:
             self.state.preparation_completed = p
 
     def _session_started(self, seq: int, t: str, p: dict) -> None:
@@ -252,7 +262,7 @@ class Folder:
             st.open_episode = None
 
     def _collection_started(self, seq: int, t: str, p: dict) -> None:
-        if self.lifecycle.state in ("prepared", "collecting"):
+        if self.lifecycle.state in (PREPARED, COLLECTING):
             self.state.collection = p
             self._session_started(seq, t, p)
 
@@ -268,13 +278,13 @@ class Folder:
 
     def _run_completed(self, seq: int, _t: str, p: dict) -> None:
         st = self.state
-        if self.lifecycle.state == "collecting":
+        if self.lifecycle.state == COLLECTING:
             if st.open_episode is not None:
                 raise _Illegal(f"episode {st.open_episode} is still open")
             st.completed = p
 
     def _run_failed(self, seq: int, _t: str, p: dict) -> None:
-        if self.lifecycle.state not in ("completed", ABSENT):
+        if self.lifecycle.state not in (COMPLETED, ABSENT):
             self.state.failures.append({**p, "seq": seq})
 
     def _lease_taken_over(self, seq: int, t: str, p: dict) -> None:
