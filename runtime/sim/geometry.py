@@ -96,17 +96,19 @@ def _primitive_points(kind: str, size: tuple[float, ...]) -> tuple[np.ndarray, f
 def primitive_geometry(
     entity_id: str, kind: str, size: tuple[float, ...], density: float
 ) -> EntityGeometry:
-    points, volume = _primitive_points(kind, tuple(float(s) for s in size))
+    """Geometry of a primitive entity (no mesh files): box, cylinder or sphere."""
+    size = tuple(float(s) for s in size)
+    points, volume = _primitive_points(kind, size)
     return EntityGeometry(
         entity_id=entity_id,
-        primitive=(kind, tuple(float(s) for s in size)),
+        primitive=(kind, size),
         pieces=(),
         points=points,
         mass=volume * density,
         descriptor=None,
         content_sha256=None,
         asset_id=None,
-        identity=("primitive", kind, tuple(float(s) for s in size)),
+        identity=("primitive", kind, size),
     )
 
 
