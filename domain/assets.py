@@ -223,11 +223,10 @@ class Bounds3D:
     def from_dict(cls, value: Any, *, path: str = "bounds", source: str | None = None) -> Bounds3D:
         mapping = _require_mapping(value, path, source)
         _check_keys(mapping, path, source, required=("lower", "upper"))
-        lower = _triple(mapping["lower"], f"{path}.lower", source)
-        upper = _triple(mapping["upper"], f"{path}.upper", source)
+        # Raw values in, then the one validation (which decodes them) with this path.
         box = object.__new__(cls)
-        object.__setattr__(box, "lower", lower)
-        object.__setattr__(box, "upper", upper)
+        object.__setattr__(box, "lower", mapping["lower"])
+        object.__setattr__(box, "upper", mapping["upper"])
         box._validate(path, source)
         return box
 
