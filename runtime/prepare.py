@@ -34,7 +34,7 @@ from runtime.deployment import remove_temp_dirs
 from runtime.preparation.batch_job import CACHE_NAME, PreparationJob
 from runtime.preparation.candidates import listing_query
 from runtime.preparation.errors import PreparationFailed, ProviderContractError
-from runtime.preparation.identifiers import new_run_id, new_session_id, tool_version
+from runtime.preparation.identifiers import new_run_id, tool_version
 from runtime.preparation.input_checks import (
     check_output_dir,
     check_providers,
@@ -42,7 +42,7 @@ from runtime.preparation.input_checks import (
     providers_from_catalog_args,
     requirements_of,
 )
-from runtime.preparation.ledger import Ledger, session_payload
+from runtime.preparation.ledger import Ledger
 from runtime.preparation.logged_progress import LoggedProgress
 from runtime.preparation.session_outcome import (
     PHASE,
@@ -50,11 +50,10 @@ from runtime.preparation.session_outcome import (
     drive,
     record_failure,
 )
+from runtime.session import LEASE_TTL_S, new_session_id, session_identity
 from runtime.taskfile import load_task
 
 log = structlog.get_logger(__name__)
-
-LEASE_TTL_S = 30.0
 
 
 def _task_digest(task_path: Path) -> str:
@@ -117,7 +116,7 @@ def prepare(
     )
     try:
         ledger.lease = store.acquire_lease(run_id, owner=session_id, ttl_s=lease_ttl_s)
-        ledger.emit("PreparationStarted", session_payload(session_id))
+        ledger.emit("PreparationStarted", session_identity(session_id))
     except BaseException as error:
         record_failure(ledger, output, error)
         ledger.release()
@@ -182,7 +181,7 @@ def resume_preparation(
         ledger = Ledger(store, run_id, current.version, lease)
         ledger.emit(
             "RunResumed",
-            {**session_payload(session_id), "from_state": current.state, "to_state": PHASE},
+            {**session_identity(session_id), "from_state": current.state, "to_state": PHASE},
         )
     except BaseException:
         lease.release()

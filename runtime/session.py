@@ -1,4 +1,8 @@
-"""A collection session: who is driving a run right now, proven by a live lease.
+"""A session: who is driving a run right now, proven by a live lease.
+
+Preparation and collection sessions name themselves the same way (:func:`new_session_id`,
+:func:`session_identity`) and hold the lease for the same default TTL, so forensics can
+compare them; this module is the one place those choices live.
 
 At most one process may append collection events to a run. A session takes the run's lease
 before it reads the log to plan its work (so two `collect`/`resume` calls cannot both plan
@@ -38,14 +42,18 @@ def new_session_id() -> str:
     return secrets.token_hex(6)
 
 
+def session_identity(session_id: str) -> dict[str, Any]:
+    """Who is driving the run (``session_id``, ``host``, ``pid``), as recorded in the events
+    that start a session: lets forensics tell sessions apart and spot a crashed one."""
+    return {"session_id": session_id, "host": socket.gethostname(), "pid": os.getpid()}
+
+
 @dataclass
 class CollectorSession:
     """A held lease plus the identity recorded in `CollectionStarted`/`RunResumed`."""
 
     run_id: str
     session_id: str
-    host: str
-    pid: int
     lease: Any
     ttl_s: float
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -57,20 +65,14 @@ class CollectorSession:
         """Acquire the run's lease (``LeaseHeld`` names the live holder) and start heartbeats."""
         session_id = new_session_id()
         lease = store.acquire_lease(run_id, owner=session_id, ttl_s=ttl_s)
-        session = cls(
-            run_id=run_id,
-            session_id=session_id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            lease=lease,
-            ttl_s=ttl_s,
-        )
+        session = cls(run_id=run_id, session_id=session_id, lease=lease, ttl_s=ttl_s)
         session._start_heartbeat()
         log.debug("session_opened", run_id=run_id, session_id=session_id)
         return session
 
     def identity(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "host": self.host, "pid": self.pid}
+        """This session's :func:`session_identity`."""
+        return session_identity(self.session_id)
 
     def _start_heartbeat(self) -> None:
         interval = max(self.ttl_s / 3.0, 0.05)

@@ -1,7 +1,7 @@
 """The pieces of preparation, kept small; ``runtime.prepare`` drives them and is the public API.
 
 * ``errors`` -- what preparation raises, and why each is a distinct class.
-* ``identifiers`` -- run and session ids, the tool version recorded in ``RunCreated``.
+* ``identifiers`` -- run ids and the tool version recorded in ``RunCreated``.
 * ``input_checks`` -- task, providers and output folder, checked before the first event.
 * ``ledger`` -- appends this session's events (optimistic concurrency) and keeps the lease.
 * ``logged_progress`` -- what the run's log already holds, so resume redoes only the rest.

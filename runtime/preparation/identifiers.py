@@ -1,5 +1,6 @@
-"""Identifiers recorded in a run's log: readable, sortable run ids; per-process session ids
-(so forensics can tell sessions apart); and the tool version that created the run."""
+"""Identifiers recorded in a run's ``RunCreated``: readable, sortable run ids and the tool
+version that created the run. (Session ids belong to every kind of session and live in
+``runtime.session``.)"""
 
 from __future__ import annotations
 
@@ -11,10 +12,6 @@ from datetime import UTC, datetime
 def new_run_id() -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"run-{stamp}-{secrets.token_hex(3)}"
-
-
-def new_session_id() -> str:
-    return secrets.token_hex(6)
 
 
 def tool_version() -> str:

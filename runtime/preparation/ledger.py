@@ -4,8 +4,6 @@ a chance to renew the run's lease."""
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from typing import Any
 
@@ -41,8 +39,3 @@ class Ledger:
         if self.lease is not None:
             self.lease.release()
             self.lease = None
-
-
-def session_payload(session_id: str) -> dict[str, Any]:
-    """Who is preparing: lets forensics tell sessions apart and spot a crashed one."""
-    return {"session_id": session_id, "host": socket.gethostname(), "pid": os.getpid()}
