@@ -27,7 +27,6 @@ original exception propagates with its identity; secondary failures become notes
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,7 @@ from runtime.collect_support.recordings import (
     verify_committed,
 )
 from runtime.files import write_json_atomic
-from runtime.session import CollectorSession, SessionLost
+from runtime.session import CollectorSession, SessionLost, run_failed_payload
 from store.projections.collection_report import collection_report
 
 log = structlog.get_logger(__name__)
@@ -508,14 +507,9 @@ class _Collector:
                 self._append_secondary(error, [closed], "EnvironmentClosed")
         if not can_append:
             return
-        failed = {
-            "phase": self.phase,
-            "error_type": type(error).__name__,
-            "detail": str(error),
-            "traceback": "".join(traceback.format_exception(error)),
-            "batch_index": self.batch_index,
-            "episode_index": self.episode_index,
-        }
+        failed = run_failed_payload(
+            self.phase, error, batch_index=self.batch_index, episode_index=self.episode_index
+        )
         self._append_secondary(error, [("RunFailed", failed)], "RunFailed")
         log.error(
             "collection_failed",

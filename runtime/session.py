@@ -21,6 +21,7 @@ import os
 import secrets
 import socket
 import threading
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,28 @@ def session_identity(session_id: str) -> dict[str, Any]:
     """Who is driving the run (``session_id``, ``host``, ``pid``), as recorded in the events
     that start a session: lets forensics tell sessions apart and spot a crashed one."""
     return {"session_id": session_id, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+def run_failed_payload(
+    phase: str,
+    error: BaseException,
+    *,
+    cause: BaseException | None = None,
+    batch_index: int | None = None,
+    episode_index: int | None = None,
+) -> dict[str, Any]:
+    """The ``RunFailed`` a session appends before its error propagates: the phase and
+    position it reached, what failed (``cause``, by default ``error`` itself) and the full
+    traceback of ``error``, so forensics can tell the story without the process."""
+    shown = error if cause is None else cause
+    return {
+        "phase": phase,
+        "error_type": type(shown).__name__,
+        "detail": str(shown),
+        "traceback": "".join(traceback.format_exception(error)),
+        "batch_index": batch_index,
+        "episode_index": episode_index,
+    }
 
 
 @dataclass

@@ -8,7 +8,6 @@ which keeps its identity. The lease is released either way.
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from runtime.files import write_json_atomic
 from runtime.preparation.batch_job import PreparationJob
 from runtime.preparation.errors import PreparationFailed
 from runtime.preparation.ledger import Ledger
+from runtime.session import run_failed_payload
 from store.projections.preparation_report import preparation_report
 
 log = structlog.get_logger(__name__)
@@ -45,16 +45,8 @@ def record_failure(ledger: Ledger, output: Path, error: BaseException) -> None:
     """Append ``RunFailed`` and write the failed report; secondary failures become notes."""
     cause = error.__cause__ if isinstance(error, PreparationFailed) else error
     assert cause is not None
-    payload = {
-        "phase": PHASE,
-        "error_type": type(cause).__name__,
-        "detail": str(cause),
-        "traceback": "".join(traceback.format_exception(error)),
-        "batch_index": None,
-        "episode_index": None,
-    }
     try:
-        ledger.emit("RunFailed", payload)
+        ledger.emit("RunFailed", run_failed_payload(PHASE, error, cause=cause))
     except Exception as secondary:
         error.add_note(f"recording RunFailed failed: {type(secondary).__name__}: {secondary}")
     try:
