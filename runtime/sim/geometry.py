@@ -131,8 +131,7 @@ def _load_mesh(path: Path) -> trimesh.Trimesh:
     return mesh
 
 
-def _piece(path: Path) -> MeshPiece:
-    mesh = _load_mesh(path)
+def _piece(mesh: trimesh.Trimesh, path: Path) -> MeshPiece:
     try:
         volume = float(mesh.convex_hull.volume)
     except Exception as error:
@@ -177,13 +176,23 @@ def package_geometry(entity_id: str, catalog_path: Path, density: float) -> Enti
         log.warning("sim.package_without_snapshot", entity=entity_id, package=str(catalog_path))
     if not piece_paths or not all(isinstance(p, str) for p in piece_paths):
         raise SceneBuildError(f"entity {entity_id!r}: {catalog_path} lists no collision pieces")
-    pieces = tuple(_piece(_inside(root, rel, f"entity {entity_id!r}")) for rel in piece_paths)
+    # Without a snapshot the collision piece is usually the visual mesh itself: load
+    # each file once, whether it serves as a piece, as the mass source, or both.
+    loaded: dict[Path, trimesh.Trimesh] = {}
+
+    def mesh_at(rel: str) -> tuple[trimesh.Trimesh, Path]:
+        path = _inside(root, rel, f"entity {entity_id!r}")
+        if path not in loaded:
+            loaded[path] = _load_mesh(path)
+        return loaded[path], path
+
+    pieces = tuple(_piece(*mesh_at(rel)) for rel in piece_paths)
     volume = sum(p.volume for p in pieces)
     if isinstance(visual, str):
         # The mesh's own volume is the honest mass source when it is closed; convex
         # pieces over-fill concave parts, so they are only the fallback.
         try:
-            mesh = _load_mesh(_inside(root, visual, f"entity {entity_id!r}"))
+            mesh, _ = mesh_at(visual)
             if mesh.is_watertight and mesh.volume > 0:
                 volume = float(mesh.volume)
         except SceneBuildError as error:
