@@ -109,10 +109,6 @@ def _same_value(wanted: Any, actual: Any) -> bool:
     return type(wanted) is type(actual) and wanted == actual
 
 
-def _max_extent(descriptor: AssetDescriptor) -> float | None:
-    return None if descriptor.bounds_m is None else max(descriptor.bounds_m.extents)
-
-
 def _query_failures(
     requirement: RoleRequirement, requirements: AssetRequirements, descriptor: AssetDescriptor
 ) -> list[tuple[str, str]]:
@@ -145,8 +141,7 @@ def _query_failures(
     if descriptor.bounds_m is None:
         failures.append(("missing_bounds", "descriptor has no bounds_m"))
     elif requirement.max_extent_m is not None:
-        extent = _max_extent(descriptor)
-        assert extent is not None
+        extent = max(descriptor.bounds_m.extents)
         if extent > requirement.max_extent_m:
             failures.append(
                 (
@@ -238,7 +233,8 @@ class _Diagnostics:
             self.details.append(rejection)
 
     def kept(self) -> list[Rejection]:
-        return (self.headlines + self.details)[: MAX_REJECTION_DETAILS + len(self.headlines)]
+        """Headlines first; ``add`` already capped the details."""
+        return self.headlines + self.details
 
 
 # --------------------------------------------------------------------------- pools
