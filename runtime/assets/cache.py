@@ -106,7 +106,8 @@ def _build(
     visual = load_mesh(tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path))
     _check_bounds(manifest.descriptor, visual.bounds, str(package_dir / manifest.visual_path))
     collision = visual
-    if manifest.collision_path:
+    # Paths are normalized by parse_manifest, so equal strings are the same file.
+    if manifest.collision_path and manifest.collision_path != manifest.visual_path:
         collision = load_mesh(
             tmp / manifest.collision_path, label=str(package_dir / manifest.collision_path)
         )
