@@ -26,7 +26,8 @@ from domain.assets import AssetDescriptor, PreparationContext, PreparedAsset
 from domain.canonical import sha256_hex
 from domain.errors import AssetValidationError
 from runtime.assets.collision import convex_pieces
-from runtime.assets.meshes import load_mesh, obj_bytes
+from runtime.assets.mesh_writers import obj_bytes
+from runtime.assets.meshes import load_mesh
 from runtime.assets.package import (
     MANIFEST_NAME,
     PackageManifest,

@@ -1,8 +1,9 @@
 """Byte-deterministic writers for the mesh formats we accept.
 
-The demo catalog must produce identical bytes on every machine and trimesh
-version (its packages are content-addressed), so we do not use exporters whose
-headers or float formatting may change; these formats are simple enough to write.
+The demo catalog and the cache's derived collision pieces must produce identical
+bytes on every machine and trimesh version (both are content-addressed), so we do
+not use exporters whose headers or float formatting may change; these formats are
+simple enough to write.
 """
 
 from __future__ import annotations
@@ -12,9 +13,17 @@ import struct
 
 import numpy as np
 
-from runtime.assets.meshes import obj_bytes
-
 __all__ = ["glb_bytes", "obj_bytes", "ply_bytes", "stl_bytes"]
+
+
+def obj_bytes(vertices: np.ndarray, faces: np.ndarray, *, comment: str = "") -> bytes:
+    """Deterministic Wavefront OBJ text (shortest round-trip floats, 1-based faces)."""
+    lines = [f"# {comment}"] if comment else []
+    lines.extend(
+        f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in np.asarray(vertices)
+    )
+    lines.extend(f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(faces, dtype=np.int64))
+    return ("\n".join(lines) + "\n").encode("ascii")
 
 
 def stl_bytes(vertices: np.ndarray, faces: np.ndarray) -> bytes:

@@ -1,4 +1,4 @@
-"""Loading package meshes with trimesh and writing the small OBJ files we derive.
+"""Loading package meshes with trimesh (the writers live in ``mesh_writers``).
 
 Loading happens only after ``references.check_references`` accepted the package,
 and only from the snapshot copy, so whatever the loader resolves is a file we hashed.
@@ -32,12 +32,3 @@ def load_mesh(path: Path, *, label: str) -> trimesh.Trimesh:
         raise AssetValidationError(f"{label}: mesh has non-finite vertex coordinates")
     return loaded
 
-
-def obj_bytes(vertices: np.ndarray, faces: np.ndarray, *, comment: str = "") -> bytes:
-    """Deterministic Wavefront OBJ text (shortest round-trip floats, 1-based faces)."""
-    lines = [f"# {comment}"] if comment else []
-    lines.extend(
-        f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in np.asarray(vertices)
-    )
-    lines.extend(f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(faces, dtype=np.int64))
-    return ("\n".join(lines) + "\n").encode("ascii")
