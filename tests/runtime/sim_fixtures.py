@@ -7,7 +7,7 @@ carries the descriptor, file digests and piece list exactly as the cache writes 
 
 from __future__ import annotations
 
-import hashlib
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ import trimesh
 import yaml
 
 from domain.canonical import canonical_json, sha256_json
+from runtime.files import file_sha256
 
 
 def _box(extents: Sequence[float], centre: Sequence[float]) -> trimesh.Trimesh:
@@ -27,10 +28,6 @@ def _box(extents: Sequence[float], centre: Sequence[float]) -> trimesh.Trimesh:
 def _write_mesh(path: Path, mesh: trimesh.Trimesh) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(trimesh.exchange.obj.export_obj(mesh, include_normals=False, digits=8))
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def write_package(
@@ -52,7 +49,7 @@ def write_package(
     }
     (staging / "asset.catalog.json").write_text(canonical_json(catalog))
     files = {
-        name: _digest(staging / name)
+        name: file_sha256(staging / name)
         for name in ("asset.catalog.json", "collision.obj", "mesh.obj")
     }
     pieces = []
@@ -70,14 +67,12 @@ def write_package(
         "collision_path": "collision.obj",
         "files": files,
         "collision_pieces": pieces,
-        "derived_files": {rel: _digest(staging / rel) for rel in pieces},
+        "derived_files": {rel: file_sha256(staging / rel) for rel in pieces},
         "source_locator": f"fixture://{descriptor['asset_id']}",
     }
     (staging / ".assetcast" / "snapshot.json").write_text(canonical_json(snapshot))
     final = root / "assets" / content
     if final.exists():
-        import shutil
-
         shutil.rmtree(staging)
     else:
         staging.rename(final)
