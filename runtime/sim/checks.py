@@ -84,28 +84,25 @@ def _tilt_deg(env: TaskEnvironment, eid: str) -> float:
     return float(np.degrees(np.arccos(np.clip(rot[2, 2], -1.0, 1.0))))
 
 
+def _tilt_verdict(spec: CheckSpec, eid: str, tilt: float, tol: float) -> CheckResult:
+    """One verdict and message for both tilt checks, so they cannot drift apart."""
+    ok = tilt <= tol
+    return _verdict(
+        spec, ok, "" if ok else f"{eid!r} is tilted {tilt:.1f} deg", entity=eid, tilt_deg=tilt
+    )
+
+
 def upright(env: TaskEnvironment, spec: CheckSpec) -> CheckResult:
     tol = _param(spec, "tolerance_deg", 10.0)
     tilts = {eid: _tilt_deg(env, eid) for eid in _entities(env, spec)}
     eid = max(tilts, key=lambda k: tilts[k])
-    ok = tilts[eid] <= tol
-    return _verdict(
-        spec,
-        ok,
-        "" if ok else f"{eid!r} is tilted {tilts[eid]:.1f} deg",
-        entity=eid,
-        tilt_deg=tilts[eid],
-    )
+    return _tilt_verdict(spec, eid, tilts[eid], tol)
 
 
 def target_upright(env: TaskEnvironment, spec: CheckSpec) -> CheckResult:
     eid = _known(env, spec.target or spec.object, "target")
     tol = _param(spec, "tolerance_deg", 10.0)
-    tilt = _tilt_deg(env, eid)
-    ok = tilt <= tol
-    return _verdict(
-        spec, ok, "" if ok else f"{eid!r} is tilted {tilt:.1f} deg", entity=eid, tilt_deg=tilt
-    )
+    return _tilt_verdict(spec, eid, _tilt_deg(env, eid), tol)
 
 
 def on_table(env: TaskEnvironment, spec: CheckSpec) -> CheckResult:
