@@ -1,4 +1,5 @@
-"""What every store shares: payload validation, the cached fold, append legality.
+"""What every store shares: decoding and validating stored payloads, the cached fold,
+append legality.
 
 A store keeps one incremental fold per run. Appends are checked against it (so an
 illegal event never reaches the log), and it is refreshed from the backend only by
@@ -8,13 +9,14 @@ part of the batch, the cached fold is dropped and rebuilt on the next use.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from datetime import datetime
 
 import structlog
 
-from domain.errors import ConcurrencyError, UnknownRun
+from domain.errors import ConcurrencyError, EventSchemaError, UnknownRun
 from domain.events import normalize_payload, validate_payload
 from domain.lifecycle import COMPLETED
 from domain.state import Folder, RunState
@@ -23,7 +25,24 @@ from store.records import NewEvent, RecordedEvent, RunSummary
 
 log = structlog.get_logger(__name__)
 
-Row = tuple[int, str, Any, int]  # seq, type, payload (dict), schema_version
+FoldRow = tuple[int, str, str, int]  # seq, type, payload (JSON text), schema_version
+# position, seq, type, payload (JSON text), recorded_at (aware UTC), schema_version
+ReadRow = tuple[int, int, str, str, datetime, int]
+
+
+def _stored_payload(
+    run_id: str, seq: int, event_type: str, text: str, schema_version: int
+) -> dict:
+    """Parse and validate one stored payload: a log written by other means is refused,
+    never misread, whether it is folded or read."""
+    try:
+        payload = json.loads(text)
+    except ValueError as exc:
+        raise EventSchemaError(
+            f"run {run_id!r} seq {seq} {event_type}: payload is not valid JSON: {exc}"
+        ) from exc
+    validate_payload(event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq)
+    return payload
 
 
 class PreparedEvent:
@@ -46,7 +65,10 @@ class StoreCore:
         self._lock = threading.RLock()
 
     # -- backend hooks --------------------------------------------------------------
-    def _load(self, run_id: str, after_seq: int) -> Iterable[Row]:
+    def _load(self, run_id: str, after_seq: int) -> Iterable[FoldRow]:
+        raise NotImplementedError
+
+    def _read_rows(self, run_id: str, after_seq: int) -> Sequence[ReadRow]:
         raise NotImplementedError
 
     def _run_exists(self, run_id: str) -> bool:
@@ -58,9 +80,6 @@ class StoreCore:
     ) -> None:
         raise NotImplementedError
 
-    def read(self, run_id: str, *, after_seq: int = 0) -> list[RecordedEvent]:
-        raise NotImplementedError
-
     def list_runs(self) -> list[RunSummary]:
         raise NotImplementedError
 
@@ -70,6 +89,24 @@ class StoreCore:
     def _where(self) -> str:
         return "the store"
 
+    def _unknown_run(self, run_id: str) -> UnknownRun:
+        return UnknownRun(f"unknown run {run_id!r} in {self._where()}")
+
+    # -- reading ----------------------------------------------------------------------
+    def read(self, run_id: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        """Events of ``run_id`` after ``after_seq``, validated (EventSchemaError if not)."""
+        rows = self._read_rows(run_id, after_seq)
+        if not rows and not self._run_exists(run_id):
+            raise self._unknown_run(run_id)
+        return [
+            RecordedEvent(
+                position, run_id, seq, event_type,
+                _stored_payload(run_id, seq, event_type, text, schema_version),
+                recorded_at, schema_version,
+            )
+            for position, seq, event_type, text, recorded_at, schema_version in rows
+        ]
+
     # -- folding ----------------------------------------------------------------------
     def _refresh(self, run_id: str) -> Folder:
         """The cached fold, advanced by whatever the backend holds beyond it."""
@@ -78,13 +115,13 @@ class StoreCore:
             folder = Folder(run_id)
         apply = folder.apply
         try:
-            for seq, event_type, payload, schema_version in self._load(
+            for seq, event_type, text, schema_version in self._load(
                 run_id, folder.state.version
             ):
-                validate_payload(
-                    event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq
+                apply(
+                    seq, event_type,
+                    _stored_payload(run_id, seq, event_type, text, schema_version),
                 )
-                apply(seq, event_type, payload)
         except Exception:
             self._folds.pop(run_id, None)
             raise
@@ -101,7 +138,7 @@ class StoreCore:
             folder = self._refresh(run_id)
             if folder.state.version == 0:
                 self._folds.pop(run_id, None)
-                raise UnknownRun(f"unknown run {run_id!r} in {self._where()}")
+                raise self._unknown_run(run_id)
             return folder.state
 
     # -- appending --------------------------------------------------------------------
@@ -138,7 +175,7 @@ class StoreCore:
             current = folder.state.version
             if current != expected_version:
                 if current == 0 and not self._run_exists(run_id):
-                    raise UnknownRun(f"unknown run {run_id!r} in {self._where()}")
+                    raise self._unknown_run(run_id)
                 raise ConcurrencyError(
                     f"run {run_id!r}: expected version {expected_version} but the log is at "
                     f"version {current}; another session appended first"

@@ -12,9 +12,8 @@ serialization failure, which is mapped to the same ConcurrencyError.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -22,14 +21,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from domain.errors import ConcurrencyError, EventSchemaError, LeaseHeld, UnknownRun
-from domain.events import SCHEMA_VERSION, validate_payload
+from domain.errors import ConcurrencyError, LeaseHeld
+from domain.events import SCHEMA_VERSION
 from domain.state import RunState
 from store.admin import ensure_schema
-from store.base import PreparedEvent, Row, StoreCore
+from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.engine import is_write_conflict, make_engine, safe_url
 from store.leases import Lease, LeaseLost, held_message, is_live, new_expiry, this_host
-from store.records import LeaseInfo, RecordedEvent, RunSummary, as_utc, utcnow
+from store.records import LeaseInfo, RunSummary, as_utc, utcnow
 from store.statements import DriverStatement
 from store.tables import events_table, leases_table, runs_table
 
@@ -81,15 +80,6 @@ class _Statements:
         ) or (lambda value: value)
 
 
-def _decode(run_id: str, seq: int, event_type: str, text: str) -> dict:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise EventSchemaError(
-            f"run {run_id!r} seq {seq} {event_type}: payload is not valid JSON: {exc}"
-        ) from exc
-
-
 class EventStore(StoreCore):
     """Event store over SQLAlchemy; opening it upgrades the schema to head."""
 
@@ -121,7 +111,7 @@ class EventStore(StoreCore):
         return self._writer.connect()
 
     # -- reading ----------------------------------------------------------------------
-    def _rows(self, run_id: str, after_seq: int) -> list:
+    def _read_rows(self, run_id: str, after_seq: int) -> list[ReadRow]:
         """Event rows after ``after_seq`` with ``recorded_at`` as an aware UTC datetime.
 
         Rows come straight from the driver when the dialect allows it; ``recorded_at``
@@ -143,45 +133,16 @@ class EventStore(StoreCore):
             out.append((position, seq, event_type, text, at, schema_version))
         return out
 
-    def _load(self, run_id: str, after_seq: int) -> Iterator[Row]:
-        sql = self._sql
+    def _load(self, run_id: str, after_seq: int) -> Sequence[FoldRow]:
         with self.engine.connect() as conn:
-            rows = sql.select_fold.execute(conn, {"r_run_id": run_id, "r_after": after_seq}).all()
-        loads = json.loads
-        for seq, event_type, text, schema_version in rows:
-            try:
-                payload = loads(text)
-            except ValueError:
-                payload = _decode(run_id, seq, event_type, text)
-            yield seq, event_type, payload, schema_version
+            return self._sql.select_fold.execute(
+                conn, {"r_run_id": run_id, "r_after": after_seq}
+            ).all()
 
     def _run_exists(self, run_id: str) -> bool:
         with self.engine.connect() as conn:
             found = conn.execute(sa.select(_R.run_id).where(_R.run_id == run_id)).first()
         return found is not None
-
-    def read(self, run_id: str, *, after_seq: int = 0) -> list[RecordedEvent]:
-        """Events of ``run_id`` after ``after_seq``, validated (EventSchemaError if not)."""
-        rows = self._rows(run_id, after_seq)
-        if not rows and not self._run_exists(run_id):
-            raise UnknownRun(f"unknown run {run_id!r} in {self.url}")
-        out = []
-        append = out.append
-        loads = json.loads
-        for position, seq, event_type, text, recorded_at, schema_version in rows:
-            try:
-                payload = loads(text)
-            except ValueError:
-                payload = _decode(run_id, seq, event_type, text)
-            validate_payload(
-                event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq
-            )
-            append(
-                RecordedEvent(
-                    position, run_id, seq, event_type, payload, recorded_at, schema_version
-                )
-            )
-        return out
 
     def list_runs(self) -> list[RunSummary]:
         query = sa.select(

@@ -7,23 +7,22 @@ two stores cannot drift apart in what they accept.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
-from domain.errors import ConcurrencyError, LeaseHeld, UnknownRun
-from domain.events import SCHEMA_VERSION, validate_payload
+from domain.errors import ConcurrencyError, LeaseHeld
+from domain.events import SCHEMA_VERSION
 from domain.state import RunState
-from store.base import PreparedEvent, Row, StoreCore
+from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.leases import Lease, LeaseLost, held_message, is_live, new_expiry, this_host
-from store.records import LeaseInfo, RecordedEvent, RunSummary, utcnow
+from store.records import LeaseInfo, RunSummary, utcnow
 
 
 class InMemoryEventStore(StoreCore):
     def __init__(self, url: str | None = None) -> None:
         super().__init__()
-        self._events: dict[str, list[tuple[int, int, str, str, datetime, int]]] = {}
+        self._events: dict[str, list[ReadRow]] = {}
         self._runs: dict[str, dict] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._position = 0
@@ -34,32 +33,20 @@ class InMemoryEventStore(StoreCore):
     def close(self) -> None:
         """Nothing to release; present for interface parity."""
 
-    def _load(self, run_id: str, after_seq: int) -> Iterator[Row]:
+    def _read_rows(self, run_id: str, after_seq: int) -> list[ReadRow]:
         with self._lock:
-            rows = self._events.get(run_id, [])[after_seq:]
-        for _pos, seq, event_type, text, _at, schema_version in rows:
-            yield seq, event_type, json.loads(text), schema_version
+            return self._events.get(run_id, [])[after_seq:]
+
+    def _load(self, run_id: str, after_seq: int) -> list[FoldRow]:
+        return [
+            (seq, event_type, text, schema_version)
+            for _pos, seq, event_type, text, _at, schema_version in self._read_rows(
+                run_id, after_seq
+            )
+        ]
 
     def _run_exists(self, run_id: str) -> bool:
         return run_id in self._runs
-
-    def read(self, run_id: str, *, after_seq: int = 0) -> list[RecordedEvent]:
-        with self._lock:
-            if run_id not in self._runs:
-                raise UnknownRun(f"unknown run {run_id!r} in {self._where()}")
-            rows = self._events[run_id][after_seq:]
-        out = []
-        for position, seq, event_type, text, recorded_at, schema_version in rows:
-            payload = json.loads(text)
-            validate_payload(
-                event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq
-            )
-            out.append(
-                RecordedEvent(
-                    position, run_id, seq, event_type, payload, recorded_at, schema_version
-                )
-            )
-        return out
 
     def list_runs(self) -> list[RunSummary]:
         with self._lock:
