@@ -19,7 +19,7 @@ from domain.errors import ConfigError
 from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, UsageError
 from runtime.cli.output import out
-from runtime.cli.store_access import db_url, open_store, read_run
+from runtime.cli.store_access import db_url, open_store, read_run, require_run
 from store.projections.audit import run_summary
 
 log = structlog.get_logger(__name__)
@@ -120,7 +120,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
     store = open_store(db_url(args))
-    read_run(store, args.run_id)
+    require_run(store, args.run_id)
     result = collect(
         args.run_id,
         store=store,
@@ -135,7 +135,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
     store = open_store(db_url(args))
-    read_run(store, args.run_id)
+    require_run(store, args.run_id)
     result = resume(args.run_id, store=store, progress=not args.no_progress)
     if hasattr(result, "batches"):
         _print_collected(result)

@@ -51,6 +51,10 @@ def open_store(url: str, *, create: bool = False) -> Any:
     return EventStore(url)
 
 
+def _unknown_run(run_id: str) -> UnknownRun:
+    return UnknownRun(f"unknown run {run_id!r} (use `assetcast runs` to list runs)")
+
+
 def read_run(store: Any, run_id: str) -> list[Any]:
     """The run's events; an unknown run is bad input (exit 2), never an empty report."""
     try:
@@ -58,5 +62,15 @@ def read_run(store: Any, run_id: str) -> list[Any]:
     except UnknownRun:
         events = []
     if not events:
-        raise UnknownRun(f"unknown run {run_id!r} (use `assetcast runs` to list runs)")
+        raise _unknown_run(run_id)
     return events
+
+
+def require_run(store: Any, run_id: str) -> None:
+    """Refuse an unknown run as :func:`read_run` does, for commands that do not need its
+    events here: the store's cached fold answers without reading the whole log, which the
+    command would otherwise read twice."""
+    try:
+        store.state(run_id)
+    except UnknownRun:
+        raise _unknown_run(run_id) from None
