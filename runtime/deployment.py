@@ -52,18 +52,13 @@ class Deployment:
     manifest_sha256: str = ""
 
     @property
-    def deployment_path(self) -> Path:
-        """Alias kept for readers used to the reference's naming."""
-        return self.path
-
-    @property
     def task_path(self) -> Path:
+        """The deployment's own rewritten task file (never the user's original)."""
         return self.path / TASK_NAME
 
 
 def batch_dir_name(batch_index: int) -> str:
     return f"batch_{batch_index:04d}"
-
 
 
 def temp_dirs_for(output_dir: Path) -> list[Path]:
