@@ -27,7 +27,7 @@ from domain.state import RunState
 from store.admin import ensure_schema
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.engine import is_write_conflict, make_engine, safe_url
-from store.leases import Lease, LeaseLost, held_message, is_live, new_expiry, this_host
+from store.leases import Lease, held_message, is_live, lease_lost, new_expiry, this_host
 from store.records import LeaseInfo, RunSummary, as_utc, utcnow
 from store.statements import DriverStatement
 from store.tables import events_table, leases_table, runs_table
@@ -278,9 +278,7 @@ class EventStore(StoreCore):
         if current is None:  # absent and insert-if-absent unsupported (or just released)
             conn.execute(leases_table.insert().values(run_id=run_id, **values))
             return None, False
-        mine = (current.owner, current.pid, current.host) == (
-            values["owner"], values["pid"], values["host"]
-        )
+        mine = current.held_by(values["owner"], values["pid"], values["host"])
         if not mine and is_live(current, now, values["host"]):
             raise LeaseHeld(held_message(current))
         conn.execute(leases_table.update().where(_L.run_id == run_id).values(**values))
@@ -299,9 +297,7 @@ class EventStore(StoreCore):
                 .values(heartbeat_at=now, expires_at=expires)
             )
             if result.rowcount != 1:
-                holder = self._lease_row(conn, lease.run_id)
-                who = held_message(holder) if holder else f"run {lease.run_id!r} has no lease"
-                raise LeaseLost(f"lease of {lease.owner!r} was lost: {who}")
+                raise lease_lost(lease, self._lease_row(conn, lease.run_id))
         return expires
 
     def _release_lease(self, lease: Lease) -> None:

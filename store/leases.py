@@ -19,7 +19,7 @@ from typing import Protocol
 import structlog
 
 from domain.errors import LeaseHeld
-from store.records import LeaseInfo, utcnow
+from store.records import LeaseInfo
 
 log = structlog.get_logger(__name__)
 
@@ -50,10 +50,11 @@ def pid_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def is_live(lease: LeaseInfo, now: datetime, host: str | None = None) -> bool:
+def is_live(lease: LeaseInfo, now: datetime, host: str) -> bool:
+    """Unexpired, and (if held on ``host``, where its pid can be checked) its process runs."""
     if lease.expires_at <= now:
         return False
-    if lease.host == (host or this_host()) and not pid_alive(lease.pid):
+    if lease.host == host and not pid_alive(lease.pid):
         return False
     return True
 
@@ -63,6 +64,12 @@ def held_message(lease: LeaseInfo) -> str:
         f"run {lease.run_id!r} is held by {lease.describe()} until "
         f"{lease.expires_at.isoformat(timespec='seconds')}"
     )
+
+
+def lease_lost(lease: Lease, holder: LeaseInfo | None) -> LeaseLost:
+    """The error a renewal raises once ``holder`` (or nobody) has the run instead."""
+    who = held_message(holder) if holder else f"run {lease.run_id!r} has no lease"
+    return LeaseLost(f"lease of {lease.owner!r} was lost: {who}")
 
 
 class LeaseBackend(Protocol):
@@ -92,10 +99,6 @@ class Lease:
         self.taken_over = taken_over
         self.released = False
         self.lost: LeaseLost | None = None
-
-    @property
-    def ttl(self) -> timedelta:
-        return timedelta(seconds=self.ttl_s)
 
     def heartbeat(self) -> None:
         """Extend the lease by its TTL; LeaseLost if another session owns it now."""
@@ -144,5 +147,5 @@ class Lease:
             raise self.lost
 
 
-def new_expiry(now: datetime | None, ttl_s: float) -> datetime:
-    return (now or utcnow()) + timedelta(seconds=ttl_s)
+def new_expiry(now: datetime, ttl_s: float) -> datetime:
+    return now + timedelta(seconds=ttl_s)

@@ -15,7 +15,7 @@ from domain.errors import ConcurrencyError, LeaseHeld
 from domain.events import SCHEMA_VERSION
 from domain.state import RunState
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
-from store.leases import Lease, LeaseLost, held_message, is_live, new_expiry, this_host
+from store.leases import Lease, held_message, is_live, lease_lost, new_expiry, this_host
 from store.records import LeaseInfo, RunSummary, utcnow
 
 
@@ -106,9 +106,7 @@ class InMemoryEventStore(StoreCore):
         expires = new_expiry(now, ttl_s)
         with self._lock:
             current = self._leases.get(run_id)
-            mine = current is not None and (current.owner, current.pid, current.host) == (
-                owner, pid, host
-            )
+            mine = current is not None and current.held_by(owner, pid, host)
             if current is not None and not mine and is_live(current, now, host):
                 raise LeaseHeld(held_message(current))
             self._leases[run_id] = LeaseInfo(run_id, owner, pid, host, now, now, expires)
@@ -124,11 +122,8 @@ class InMemoryEventStore(StoreCore):
         expires = new_expiry(now, lease.ttl_s)
         with self._lock:
             current = self._leases.get(lease.run_id)
-            if current is None or (current.owner, current.pid, current.host) != (
-                lease.owner, lease.pid, lease.host
-            ):
-                who = held_message(current) if current else f"run {lease.run_id!r} has no lease"
-                raise LeaseLost(f"lease of {lease.owner!r} was lost: {who}")
+            if current is None or not current.held_by(lease.owner, lease.pid, lease.host):
+                raise lease_lost(lease, current)
             self._leases[lease.run_id] = LeaseInfo(
                 current.run_id, current.owner, current.pid, current.host, current.acquired_at,
                 now, expires,
@@ -138,7 +133,5 @@ class InMemoryEventStore(StoreCore):
     def _release_lease(self, lease: Lease) -> None:
         with self._lock:
             current = self._leases.get(lease.run_id)
-            if current is not None and (current.owner, current.pid, current.host) == (
-                lease.owner, lease.pid, lease.host
-            ):
+            if current is not None and current.held_by(lease.owner, lease.pid, lease.host):
                 del self._leases[lease.run_id]

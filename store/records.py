@@ -60,3 +60,7 @@ class LeaseInfo:
 
     def describe(self) -> str:
         return f"owner {self.owner!r} (pid {self.pid} on host {self.host!r})"
+
+    def held_by(self, owner: str, pid: int, host: str) -> bool:
+        """A session is the owner, pid and host together (owners are reused across runs)."""
+        return (self.owner, self.pid, self.host) == (owner, pid, host)
