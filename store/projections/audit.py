@@ -51,6 +51,11 @@ def event_time(event: EventLike) -> str | None:
     return str(value)
 
 
+def episode_key(payload: Mapping[str, Any]) -> tuple[int, int]:
+    """(batch_index, episode_index): how every episode event names its episode."""
+    return int(payload["batch_index"]), int(payload["episode_index"])
+
+
 def lifecycle_state(events: Iterable[EventLike]) -> str | None:
     """The run state implied by the log (mirrors the lifecycle machine's transitions)."""
     state: str | None = None
@@ -88,21 +93,21 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
     for event in events:
         p = event.payload
         if event.type == "EpisodeStarted":
-            key = (int(p["batch_index"]), int(p["episode_index"]))
+            key = episode_key(p)
             judged.pop(key, None)
             done.pop(key, None)
             causes.pop(key, None)
         elif event.type == "InitialChecked" and not p["passed"]:
-            causes[(int(p["batch_index"]), int(p["episode_index"]))] = _failed_checks(p["checks"])
+            causes[episode_key(p)] = _failed_checks(p["checks"])
         elif event.type == "EpisodeExecuted" and not p["completed"]:
-            causes[(int(p["batch_index"]), int(p["episode_index"]))] = _failed_skill(p["skills"])
+            causes[episode_key(p)] = _failed_skill(p["skills"])
         elif event.type == "EpisodeJudged":
-            key = (int(p["batch_index"]), int(p["episode_index"]))
+            key = episode_key(p)
             judged[key] = (bool(p["accepted"]), str(p.get("reason", "")))
             if not p["accepted"] and p["checks"]:
                 causes[key] = _failed_checks(p["checks"])
         elif event.type in ("TrajectoryCommitted", "TrajectoryDiscarded"):
-            key = (int(p["batch_index"]), int(p["episode_index"]))
+            key = episode_key(p)
             accepted, judgement = judged.get(key, (False, "not judged"))
             done[key] = {
                 "accepted": accepted,

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from store.projections.audit import episode_key
+
 COLLECTION_REPORT_SCHEMA_VERSION = 1
 
 _EPISODE_EVENTS = (
@@ -33,10 +35,6 @@ _EPISODE_EVENTS = (
 class EventLike(Protocol):
     type: str
     payload: Mapping[str, Any]
-
-
-def _episode_key(payload: Mapping[str, Any]) -> tuple[int, int]:
-    return int(payload["batch_index"]), int(payload["episode_index"])
 
 
 class _Projector:
@@ -90,7 +88,7 @@ class _Projector:
             }
 
     def _episode(self, kind: str, payload: Mapping[str, Any]) -> None:
-        key = _episode_key(payload)
+        key = episode_key(payload)
         if kind == "EpisodeStarted":
             self.done.pop(key, None)
             self.attempts[key] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from store.projections.audit import EventLike, event_time, lifecycle_state
+from store.projections.audit import EventLike, episode_key, event_time, lifecycle_state
 
 FORENSICS_SCHEMA_VERSION = 1
 
@@ -86,7 +86,7 @@ def _episodes(events: Sequence[EventLike]) -> dict[tuple[int, int], dict[str, An
         if step is None:
             continue
         p = event.payload
-        key = (int(p["batch_index"]), int(p["episode_index"]))
+        key = episode_key(p)
         if step == "started":
             previous = episodes.get(key)
             episodes[key] = {
