@@ -96,15 +96,20 @@ ENUMS: dict[tuple[str, str], frozenset[str]] = {
 
 EVENT_TYPES: frozenset[str] = frozenset(EVENT_FIELDS)
 
-# Precomputed per type: (field set, ((field, kind, nullable), ...)) for a fast check.
-_SPECS: dict[str, tuple[frozenset[str], tuple[tuple[str, Any, bool], ...]]] = {
+# Precomputed per type, so validating an event does no lookups beyond its own spec:
+# (field set, ((field, kind, nullable, is_index), ...), ((field, allowed values), ...)).
+_FieldCheck = tuple[str, Any, bool, bool]
+_SPECS: dict[
+    str, tuple[frozenset[str], tuple[_FieldCheck, ...], tuple[tuple[str, frozenset[str]], ...]]
+] = {
     name: (
         frozenset(fields),
         tuple(
-            (f, k, f in NULLABLE.get(name, frozenset()))
+            (f, k, f in NULLABLE.get(name, frozenset()), k is int and f.endswith("_index"))
             for f, k in fields.items()
             if k is not _A
         ),
+        tuple((f, allowed) for (etype, f), allowed in ENUMS.items() if etype == name),
     )
     for name, fields in EVENT_FIELDS.items()
 }
@@ -152,7 +157,7 @@ def validate_payload(
             f"{_where(run_id, seq, event_type)}: payload must be a JSON object, "
             f"got {type(payload).__name__}"
         )
-    keys, checks = spec
+    keys, checks, enums = spec
     if payload.keys() != keys:
         missing = sorted(keys - payload.keys())
         extra = sorted(payload.keys() - keys)
@@ -163,10 +168,10 @@ def validate_payload(
             ) if p
         )
         raise EventSchemaError(f"{_where(run_id, seq, event_type)}: {detail}")
-    for field, kind, nullable in checks:
+    for field, kind, nullable, is_index in checks:
         value = payload[field]
         if type(value) is kind:
-            if kind is int and value < 0 and field.endswith("_index"):
+            if is_index and value < 0:
                 raise EventSchemaError(
                     f"{_where(run_id, seq, event_type)}: field {field} must be >= 0"
                 )
@@ -177,13 +182,12 @@ def validate_payload(
             f"{_where(run_id, seq, event_type)}: field {field} must be "
             f"{_KIND_NAMES[kind]}{' or null' if nullable else ''}, got {type(value).__name__}"
         )
-    for (etype, field), allowed in ENUMS.items():
-        if etype == event_type and payload[field] not in allowed:
+    for field, allowed in enums:
+        if payload[field] not in allowed:
             raise EventSchemaError(
                 f"{_where(run_id, seq, event_type)}: field {field} must be one of "
                 f"{', '.join(sorted(allowed))}, got {payload[field]!r}"
             )
-
 
 
 _DECODE = json.JSONDecoder().decode
