@@ -228,6 +228,16 @@ def _entity_ref(value: Any, path: str, source: str | None, entities: set[str]) -
     return name
 
 
+def _optional_entity_ref(
+    raw: Mapping[str, Any], key: str, path: str, source: str | None, entities: set[str]
+) -> str | None:
+    """``raw[key]`` as an entity reference; absent and null both mean "none"."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    return _entity_ref(value, f.key_path(path, key), source, entities)
+
+
 def _params(raw: Mapping[str, Any], path: str, source: str | None) -> dict[str, Any]:
     params_path = f.key_path(path, "params")
     return f.json_value(
@@ -243,7 +253,6 @@ def _parse_step(value: Any, path: str, source: str | None, entities: set[str]) -
         required=("skill", "object"),
         optional=("target", "relation", "params"),
     )
-    target = raw.get("target")
     relation = f.optional_text(raw.get("relation"), f.key_path(path, "relation"), source)
     if relation is not None and relation not in RELATION_KINDS:
         f.fail(
@@ -254,9 +263,7 @@ def _parse_step(value: Any, path: str, source: str | None, entities: set[str]) -
     return SkillStep(
         skill=f.text(raw["skill"], f.key_path(path, "skill"), source),
         object=_entity_ref(raw["object"], f.key_path(path, "object"), source, entities),
-        target=None
-        if target is None
-        else _entity_ref(target, f.key_path(path, "target"), source, entities),
+        target=_optional_entity_ref(raw, "target", path, source, entities),
         relation=relation,
         params=_params(raw, path, source),
     )
@@ -268,16 +275,12 @@ def _parse_check(value: Any, path: str, source: str | None, entities: set[str]) 
     raw = f.mapping(
         value, path, source, required=("check",), optional=("object", "target", "params")
     )
-    found = {
-        name: None
-        if raw.get(name) is None
-        else _entity_ref(raw[name], f.key_path(path, name), source, entities)
-        for name in ("object", "target")
-    }
+    obj = _optional_entity_ref(raw, "object", path, source, entities)
+    target = _optional_entity_ref(raw, "target", path, source, entities)
     return CheckSpec(
         check=f.text(raw["check"], f.key_path(path, "check"), source),
-        object=found["object"],
-        target=found["target"],
+        object=obj,
+        target=target,
         params=_params(raw, path, source),
     )
 
