@@ -109,6 +109,9 @@ class Session:
 
 @dataclass(slots=True)
 class EnvironmentFacts:
+    """What one session logged about its simulator: every build (the environment is
+    meant to be built once and reused across batches) and whether it was closed."""
+
     session_id: str
     built: list[dict] = field(default_factory=list)
     closed: dict | None = None

@@ -20,6 +20,8 @@ from store.records import LeaseInfo, RunSummary, utcnow
 
 
 class InMemoryEventStore(StoreCore):
+    """``EventStore``'s contract without its durability: nothing outlives the process."""
+
     def __init__(self, url: str | None = None) -> None:
         super().__init__()
         self._events: dict[str, list[ReadRow]] = {}

@@ -26,6 +26,8 @@ class NewEvent:
 
 @dataclass(frozen=True, slots=True)
 class RecordedEvent:
+    """An event as stored: ``position`` orders the whole store, ``seq`` one run."""
+
     position: int
     run_id: str
     seq: int
@@ -37,6 +39,8 @@ class RecordedEvent:
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
+    """A ``runs`` row: its state and version cache the fold, so listing reads no events."""
+
     run_id: str
     state: str
     version: int
