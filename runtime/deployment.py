@@ -26,7 +26,7 @@ from domain.errors import AssetcastInputError, AssetValidationError, DeploymentI
 from domain.matching import ResolvedAssetSet
 from domain.requirements import AssetRequirements
 from domain.task import PackageAsset, TaskSpec
-from runtime.files import file_sha256, fsync_directory, report_text
+from runtime.files import file_sha256, fsync_directory, fsync_tree, report_text
 from runtime.taskfile import dump_task, load_task
 
 log = structlog.get_logger(__name__)
@@ -111,18 +111,6 @@ def _copy_tree(source: Path, target: Path) -> None:
             if path.is_symlink() or not path.is_file():
                 raise AssetValidationError(f"{path}: only regular files are allowed")
             shutil.copyfile(path, target / relative / name)
-
-
-def _fsync_tree(root: Path) -> None:
-    """Flush every file and folder so the rename publishes durable content."""
-    for directory, _dirnames, filenames in os.walk(root):
-        for name in filenames:
-            fd = os.open(Path(directory) / name, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fsync_directory(Path(directory))
 
 
 def _rewrite_task(
@@ -213,7 +201,7 @@ def materialize_deployment(
         }
         manifest_bytes = report_text(manifest).encode("utf-8")
         (staging / MANIFEST_NAME).write_bytes(manifest_bytes)
-        _fsync_tree(staging)
+        fsync_tree(staging)
         if target.exists():
             shutil.rmtree(target)
         os.rename(staging, target)

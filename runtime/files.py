@@ -39,6 +39,23 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def fsync_tree(root: Path, *, files: bool = True) -> None:
+    """Flush a freshly written tree before a rename publishes it.
+
+    Bottom-up, because an entry is only durable once the folder holding it is synced.
+    ``files=False`` when every file was already fsynced as it was written.
+    """
+    for directory, _dirnames, filenames in os.walk(root, topdown=False):
+        if files:
+            for name in filenames:
+                fd = os.open(Path(directory) / name, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        fsync_directory(Path(directory))
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` so that ``path`` holds either the old or the whole new content."""
     path = Path(path)

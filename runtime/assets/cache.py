@@ -42,7 +42,7 @@ from runtime.assets.snapshot import (
     snapshot_bytes,
     verify_prepared_asset,
 )
-from runtime.files import fsync_directory
+from runtime.files import fsync_directory, fsync_tree
 
 log = structlog.get_logger(__name__)
 
@@ -134,10 +134,9 @@ def _build(
         source_locator=locator,
     )
     _write_file(tmp / ".assetcast" / "snapshot.json", snapshot_bytes(asset))
-    # Every folder, bottom-up: a file or subfolder entry is only durable once the folder
-    # holding it is synced, and ``.assetcast/`` holds snapshot.json and ``collision/``.
-    for dirpath, _dirnames, _filenames in os.walk(tmp, topdown=False):
-        fsync_directory(Path(dirpath))
+    # Every folder (``.assetcast/`` holds snapshot.json and ``collision/``); the files
+    # were fsynced as they were written.
+    fsync_tree(tmp, files=False)
     log.debug("asset_collision_pieces", asset_id=asset.asset_id, method=method, pieces=len(names))
     return asset
 
