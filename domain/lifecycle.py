@@ -117,6 +117,14 @@ class Lifecycle:
             return f"no '{trigger}' transition from {before} (failed from {self.failed_from})"
         return None
 
+    def restore(self, state: str, failed_from: str | None) -> None:
+        """Put the machine where a stored snapshot says it was (the snapshot was made by
+        replaying the same transitions, so no transition is re-checked here)."""
+        if state not in (ABSENT, *STATES):
+            raise ValueError(f"unknown lifecycle state {state!r}")
+        self._machine.set_state(state)
+        self.failed_from = failed_from
+
     def resume_target(self) -> str | None:
         """State a RunResumed would lead to now, or None if resuming is not possible."""
         if self.state in (PREPARING, COLLECTING):

@@ -25,6 +25,10 @@ from domain.lifecycle import (
     phase_of,
 )
 
+# Bump whenever the fold's meaning or RunState's shape changes: stored snapshots of an
+# older fold version are then ignored and rebuilt from the log.
+FOLD_VERSION = 1
+
 
 class EventLike(Protocol):
     seq: int
@@ -137,6 +141,14 @@ class RunState:
     environments: dict[str, EnvironmentFacts] = field(default_factory=dict)
     lease_takeovers: list[dict] = field(default_factory=list)
     open_episode: tuple[int, int] | None = None
+    first_collection: dict | None = None
+    last_event_type: str | None = None
+    resumes: int = 0
+    batches_resolved: int = 0
+    batches_finished: int = 0
+    episodes_done: int = 0
+    episodes_accepted: int = 0
+    trajectories_committed: int = 0
 
     @property
     def phase(self) -> str | None:
@@ -160,6 +172,13 @@ class RunState:
         if found is None:
             found = self.batches[batch_index] = BatchState(batch_index)
         return found
+
+    @property
+    def batches_total(self) -> int | None:
+        """Batches preparation produced, or (before it completed) the configured count."""
+        if self.preparation_completed is not None:
+            return self.preparation_completed.get("batches")
+        return (self.config or {}).get("max_batches")
 
     def done_episodes(self, batch_index: int) -> list[EpisodeState]:
         return [
@@ -239,6 +258,7 @@ class Folder:
         st.state = self.lifecycle.state
         st.failed_from = self.lifecycle.failed_from
         st.version = seq
+        st.last_event_type = event_type
 
     def _raise(self, seq: int, event_type: str, state: str, reason: str) -> None:
         raise IllegalTransition(
@@ -267,6 +287,8 @@ class Folder:
     def _collection_started(self, seq: int, t: str, p: dict) -> None:
         if self.lifecycle.state in (PREPARED, COLLECTING):
             self.state.collection = p
+            if self.state.first_collection is None:
+                self.state.first_collection = p
             self._session_started(seq, t, p)
 
     def _run_resumed(self, seq: int, t: str, p: dict) -> None:
@@ -278,6 +300,7 @@ class Folder:
             raise _Illegal(f"to_state {p['to_state']!r} but the run resumes to {target}")
         if target is not None:
             self._session_started(seq, t, p)
+            self.state.resumes += 1
 
     def _run_completed(self, seq: int, _t: str, p: dict) -> None:
         st = self.state
@@ -326,7 +349,9 @@ class Folder:
 
     def _batch_resolved(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
-            self.state.batch(p["batch_index"]).resolved = p
+            batch = self.state.batch(p["batch_index"])
+            self.state.batches_resolved += batch.resolved is None
+            batch.resolved = p
 
     def _batch_unresolvable(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
@@ -373,6 +398,7 @@ class Folder:
             if self.state.open_episode is not None:
                 raise _Illegal(f"episode {self.state.open_episode} is still open")
             batch.finished = p
+            self.state.batches_finished += 1
 
     def _open_batch(self, batch_index: int) -> BatchState:
         batch = self.state.batches.get(batch_index)
@@ -440,12 +466,19 @@ class Folder:
             if not ep.accepted:
                 raise _Illegal(f"episode {key} was rejected; only an accepted one is committed")
             ep.committed = p
+            self._count_done(ep)
+            st.trajectories_committed += 1
         elif t == "TrajectoryDiscarded":
             ep.discarded = p["reason"]
+            self._count_done(ep)
         else:  # ResetSubmitted ends the episode
             ep.reset_submitted = True
             st.open_episode = None
         ep.stage = next_stage
+
+    def _count_done(self, ep: EpisodeState) -> None:
+        self.state.episodes_done += 1
+        self.state.episodes_accepted += bool(ep.accepted)
 
 
 def fold(run_id: str, events: Iterable[EventLike]) -> RunState:

@@ -11,17 +11,29 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import Any
 
 import structlog
 
 from domain.errors import ConcurrencyError, EventSchemaError, UnknownRun
-from domain.events import normalize_payload, validate_payload
+from domain.events import SCHEMA_VERSION, normalize_payload, validate_payload
 from domain.lifecycle import COMPLETED
-from domain.state import Folder, RunState
+from domain.state import FOLD_VERSION, Folder, RunState
+from domain.state_codec import SnapshotCorrupt, decode_folder, encode_state
 from store.leases import Lease
-from store.records import NewEvent, RecordedEvent, RunSummary
+from store.projections.incremental import Projector, snapshotted
+from store.records import NewEvent, RecordedEvent, RunSummary, utcnow
+from store.snapshots import (
+    FOLD_KIND,
+    SnapshotRecord,
+    crosses_boundary,
+    event_digest,
+    make_record,
+    snapshot_interval,
+    trusted_body,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -58,11 +70,17 @@ class PreparedEvent:
 
 
 class StoreCore:
-    """Backend-independent half of an event store."""
+    """Backend-independent half of an event store.
 
-    def __init__(self) -> None:
+    ``snapshot_every`` (default ``$ASSETCAST_SNAPSHOT_EVERY`` or 10,000; 0 = off): an append
+    whose events cross a multiple of it also writes, in the same transaction, a snapshot of
+    the fold and of every snapshotted projection at its last event.
+    """
+
+    def __init__(self, *, snapshot_every: int | None = None) -> None:
         self._folds: dict[str, Folder] = {}
         self._lock = threading.RLock()
+        self.snapshot_every = snapshot_interval(snapshot_every)
 
     # -- backend hooks --------------------------------------------------------------
     def _load(self, run_id: str, after_seq: int) -> Iterable[FoldRow]:
@@ -71,12 +89,31 @@ class StoreCore:
     def _read_rows(self, run_id: str, after_seq: int) -> Sequence[ReadRow]:
         raise NotImplementedError
 
+    def _iter_rows(self, run_id: str, after_seq: int) -> Iterator[ReadRow]:
+        """Like ``_read_rows`` but streamed in chunks (memory bounded by a chunk)."""
+        yield from self._read_rows(run_id, after_seq)
+
     def _run_exists(self, run_id: str) -> bool:
         raise NotImplementedError
 
+    def _snapshot(self, run_id: str, kind: str) -> SnapshotRecord | None:
+        """The stored snapshot of ``kind`` for the run (None if there is none)."""
+        return None
+
+    def _event_digest(self, run_id: str, seq: int) -> str | None:
+        """:func:`store.snapshots.event_digest` of the event now at ``seq`` (None if absent)."""
+        raise NotImplementedError
+
+    def _put_snapshots(self, records: Sequence[SnapshotRecord]) -> None:
+        """Store ``records`` (replacing each run's snapshot of the same kind)."""
+
+    def run_ids(self) -> list[str]:
+        return [summary.run_id for summary in self.list_runs()]
+
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState,
+        state: RunState, *, now: datetime | None = None,
+        snapshots: Sequence[SnapshotRecord] = (),
     ) -> None:
         raise NotImplementedError
 
@@ -107,12 +144,143 @@ class StoreCore:
             for position, seq, event_type, text, recorded_at, schema_version in rows
         ]
 
+    def iter_events(self, run_id: str, *, after_seq: int = 0) -> Iterator[RecordedEvent]:
+        """:meth:`read`, streamed: memory is bounded by one chunk, not by the log."""
+        empty = True
+        for position, seq, event_type, text, recorded_at, schema_version in self._iter_rows(
+            run_id, after_seq
+        ):
+            empty = False
+            yield RecordedEvent(
+                position, run_id, seq, event_type,
+                _stored_payload(run_id, seq, event_type, text, schema_version),
+                recorded_at, schema_version,
+            )
+        if empty and not self._run_exists(run_id):
+            raise self._unknown_run(run_id)
+
+    # -- snapshots --------------------------------------------------------------------
+    def _trusted(self, run_id: str, kind: str, version: int) -> tuple[int, Any] | None:
+        """(seq, body) of the run's snapshot of ``kind`` if it may be trusted."""
+        record = self._snapshot(run_id, kind)
+        body = trusted_body(
+            record, version=version, digest_at=lambda seq: self._event_digest(run_id, seq)
+        )
+        if body is None or record is None:
+            return None
+        return record.seq, body
+
+    def _snapshot_folder(self, run_id: str) -> Folder | None:
+        found = self._trusted(run_id, FOLD_KIND, FOLD_VERSION)
+        if found is None:
+            return None
+        seq, body = found
+        try:
+            folder = decode_folder(run_id, body)
+            if folder.state.version != seq:
+                raise SnapshotCorrupt(f"body is at version {folder.state.version}, row at {seq}")
+        except SnapshotCorrupt as exc:
+            log.warning("snapshot_ignored", run_id=run_id, kind=FOLD_KIND, reason=str(exc))
+            return None
+        return folder
+
+    def project(self, run_id: str, kind: str) -> Projector:
+        """The snapshotted projection ``kind`` of the run, current to the end of its log:
+        latest trusted snapshot + the tail, or the whole log streamed when there is none."""
+        projector = self._projector_at_snapshot(run_id, kind)
+        for event in self.iter_events(run_id, after_seq=projector.seq):
+            projector.apply(event)
+        if projector.seq == 0:
+            raise self._unknown_run(run_id)
+        return projector
+
+    def _projector_at_snapshot(self, run_id: str, kind: str) -> Projector:
+        cls = snapshotted()[kind]
+        found = self._trusted(run_id, kind, cls.VERSION)
+        if found is not None:
+            seq, body = found
+            try:
+                projector = cls.restore(body)
+                if projector.seq != seq:
+                    raise ValueError(f"body is at seq {projector.seq}, row at {seq}")
+                return projector
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                log.warning("snapshot_ignored", run_id=run_id, kind=kind, reason=str(exc))
+        return cls()
+
+    def _snapshot_records(
+        self, run_id: str, folder: Folder, prepared: Sequence[PreparedEvent], now: datetime
+    ) -> list[SnapshotRecord]:
+        """Snapshots at the last of ``prepared`` (the fold's state already includes them)."""
+        last = prepared[-1]
+        digest = event_digest(last.seq, last.type, last.text, SCHEMA_VERSION)
+        records = [
+            make_record(
+                run_id, FOLD_KIND, last.seq, FOLD_VERSION, digest, encode_state(folder.state)
+            )
+        ]
+        before = prepared[0].seq - 1
+        for kind, cls in snapshotted().items():
+            projector = self._projector_at_snapshot(run_id, kind) if before else cls()
+            if projector.seq < before:
+                for event in self.iter_events(run_id, after_seq=projector.seq):
+                    if event.seq > before:
+                        break
+                    projector.apply(event)
+            for event in prepared:
+                if event.seq > projector.seq:
+                    projector.apply(
+                        RecordedEvent(0, run_id, event.seq, event.type, event.payload, now,
+                                      SCHEMA_VERSION)
+                    )
+            records.append(
+                make_record(run_id, kind, projector.seq, cls.VERSION, digest, projector.dump())
+            )
+        return records
+
+    def rebuild_snapshots(self, run_ids: Sequence[str] | None = None) -> list[SnapshotRecord]:
+        """Recompute every snapshot from the logs alone (ignoring the stored ones) and store
+        them; returns what was written."""
+        written = []
+        for run_id in run_ids if run_ids is not None else self.run_ids():
+            folder = Folder(run_id)
+            projectors = {kind: cls() for kind, cls in snapshotted().items()}
+            last = None
+            for row in self._iter_rows(run_id, 0):
+                _position, seq, event_type, text, recorded_at, schema_version = row
+                payload = _stored_payload(run_id, seq, event_type, text, schema_version)
+                folder.apply(seq, event_type, payload)
+                event = RecordedEvent(
+                    row[0], run_id, seq, event_type, payload, recorded_at, schema_version
+                )
+                for projector in projectors.values():
+                    projector.apply(event)
+                last = (seq, event_type, text, schema_version)
+            if last is None:
+                continue
+            digest = event_digest(*last)
+            records = [
+                make_record(
+                    run_id, FOLD_KIND, last[0], FOLD_VERSION, digest, encode_state(folder.state)
+                )
+            ]
+            records += [
+                make_record(run_id, kind, last[0], snapshotted()[kind].VERSION, digest, p.dump())
+                for kind, p in projectors.items()
+            ]
+            self._put_snapshots(records)
+            written += records
+            with self._lock:
+                self._folds.pop(run_id, None)
+        return written
+
     # -- folding ----------------------------------------------------------------------
     def _refresh(self, run_id: str) -> Folder:
-        """The cached fold, advanced by whatever the backend holds beyond it."""
+        """The cached fold, advanced by whatever the backend holds beyond it (starting
+        from the latest trusted snapshot when nothing is cached)."""
         folder = self._folds.get(run_id)
         if folder is None:
-            folder = Folder(run_id)
+            folder = self._snapshot_folder(run_id) or Folder(run_id)
         apply = folder.apply
         try:
             for seq, event_type, text, schema_version in self._load(
@@ -183,7 +351,17 @@ class StoreCore:
             try:
                 for event in prepared:
                     folder.apply(event.seq, event.type, event.payload)
-                self._write(run_id, prepared, expected_version, folder.state)
+                now = utcnow()
+                snapshots = (
+                    self._snapshot_records(run_id, folder, prepared, now)
+                    if crosses_boundary(expected_version, folder.state.version,
+                                        self.snapshot_every)
+                    else ()
+                )
+                self._write(
+                    run_id, prepared, expected_version, folder.state, now=now,
+                    snapshots=snapshots,
+                )
             except BaseException:
                 self._folds.pop(run_id, None)
                 raise

@@ -13,10 +13,11 @@ serialization failure, which is mapped to the same ConcurrencyError.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
+import structlog
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -28,13 +29,20 @@ from store.admin import ensure_schema
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.engine import is_write_conflict, make_engine, safe_url
 from store.leases import Lease, held_message, is_live, lease_lost, new_expiry, this_host
-from store.records import LeaseInfo, RunSummary, as_utc, utcnow
+from store.records import RUN_COUNT_FIELDS, LeaseInfo, RunSummary, as_utc, run_counts, utcnow
+from store.snapshots import SnapshotRecord, event_digest
 from store.statements import DriverStatement
-from store.tables import events_table, leases_table, runs_table
+from store.tables import events_table, leases_table, runs_table, snapshots_table
+
+log = structlog.get_logger(__name__)
 
 _E = events_table.c
 _R = runs_table.c
 _L = leases_table.c
+_S = snapshots_table.c
+
+# Rows per query when a log is streamed: bounds memory whatever the log's length.
+READ_CHUNK = 5000
 
 
 _EVENT_ROW_KEYS = ("seq", "type", "payload")
@@ -55,6 +63,7 @@ class _Statements:
             .values(
                 state=sa.bindparam("w_state"), version=sa.bindparam("w_version"),
                 updated_at=sa.bindparam("w_now"),
+                **{name: sa.bindparam(f"w_{name}") for name in RUN_COUNT_FIELDS},
             ),
             dialect,
         )
@@ -63,9 +72,17 @@ class _Statements:
         self.select_events = DriverStatement(
             sa.select(*full).where(*after).order_by(_E.seq), dialect
         )
+        # OFFSET is always 0; binding it keeps SQLite's compiler from adding its own bind.
+        limit = sa.bindparam("r_limit", type_=sa.Integer)
+        offset = sa.bindparam("r_offset", type_=sa.Integer)
+        self.select_events_chunk = DriverStatement(
+            sa.select(*full).where(*after).order_by(_E.seq).limit(limit).offset(offset),
+            dialect,
+        )
         fold = (_E.seq, _E.type, _E.payload, _E.schema_version)
         self.select_fold = DriverStatement(
-            sa.select(*fold).where(*after).order_by(_E.seq), dialect
+            sa.select(*fold).where(*after).order_by(_E.seq).limit(limit).offset(offset),
+            dialect,
         )
         # Raw driver rows skip result processing: fine for columns that have none;
         # recorded_at is converted by the reader; anything else keeps the Core path.
@@ -75,6 +92,7 @@ class _Statements:
         )
         if not plain:
             self.select_events.fast = self.select_fold.fast = False
+            self.select_events_chunk.fast = False
         self.recorded_at = _E.recorded_at.type.dialect_impl(dialect).result_processor(
             dialect, None
         ) or (lambda value: value)
@@ -83,8 +101,11 @@ class _Statements:
 class EventStore(StoreCore):
     """Event store over SQLAlchemy; opening it upgrades the schema to head."""
 
-    def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self, url: str | None = None, *, engine: Engine | None = None,
+        snapshot_every: int | None = None,
+    ) -> None:
+        super().__init__(snapshot_every=snapshot_every)
         self.engine = engine or make_engine(url)
         ensure_schema(self.engine)
         self._sql = _Statements(self.engine.dialect)
@@ -123,7 +144,10 @@ class EventStore(StoreCore):
             rows = sql.select_events.execute(
                 conn, {"r_run_id": run_id, "r_after": after_seq}
             ).all()
-        convert = sql.recorded_at if sql.select_events.fast else None
+        return self._convert(rows, sql.select_events.fast)
+
+    def _convert(self, rows: Sequence, fast: bool) -> list[ReadRow]:
+        convert = self._sql.recorded_at if fast else None
         seen: dict = {}
         out = []
         for position, seq, event_type, text, raw_at, schema_version in rows:
@@ -133,11 +157,62 @@ class EventStore(StoreCore):
             out.append((position, seq, event_type, text, at, schema_version))
         return out
 
-    def _load(self, run_id: str, after_seq: int) -> Sequence[FoldRow]:
+    def _iter_rows(self, run_id: str, after_seq: int) -> Iterator[ReadRow]:
+        """Chunks of ``READ_CHUNK`` rows by seq (keyset): events are immutable and only
+        appended, so the chunks together are one consistent prefix of the log."""
+        stmt = self._sql.select_events_chunk
         with self.engine.connect() as conn:
-            return self._sql.select_fold.execute(
-                conn, {"r_run_id": run_id, "r_after": after_seq}
-            ).all()
+            while True:
+                rows = stmt.execute(
+                    conn, {"r_run_id": run_id, "r_after": after_seq, "r_limit": READ_CHUNK,
+                     "r_offset": 0}
+                ).all()
+                if not rows:
+                    return
+                yield from self._convert(rows, stmt.fast)
+                if len(rows) < READ_CHUNK:
+                    return
+                after_seq = rows[-1][1]
+
+    def _load(self, run_id: str, after_seq: int) -> Iterator[FoldRow]:
+        stmt = self._sql.select_fold
+        with self.engine.connect() as conn:
+            while True:
+                rows = stmt.execute(
+                    conn, {"r_run_id": run_id, "r_after": after_seq, "r_limit": READ_CHUNK,
+                     "r_offset": 0}
+                ).all()
+                yield from rows
+                if len(rows) < READ_CHUNK:
+                    return
+                after_seq = rows[-1][0]
+
+    # -- snapshots --------------------------------------------------------------------
+    def _snapshot(self, run_id: str, kind: str) -> SnapshotRecord | None:
+        query = sa.select(
+            _S.run_id, _S.kind, _S.seq, _S.projection_version, _S.event_digest, _S.body_sha256,
+            _S.body,
+        ).where(_S.run_id == run_id, _S.kind == kind)
+        with self.engine.connect() as conn:
+            try:
+                row = conn.execute(query).first()
+            except DBAPIError as exc:  # the table is gone or damaged: a cache, fold the log
+                log.warning("snapshot_unreadable", run_id=run_id, kind=kind, error=str(exc))
+                return None
+        return None if row is None else SnapshotRecord(*row)
+
+    def _event_digest(self, run_id: str, seq: int) -> str | None:
+        query = sa.select(_E.type, _E.payload, _E.schema_version).where(
+            _E.run_id == run_id, _E.seq == seq
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else event_digest(seq, row[0], row[1], row[2])
+
+    def _put_snapshots(self, records: Sequence[SnapshotRecord]) -> None:
+        if records:
+            with self._write_conn() as conn, conn.begin():
+                _store_snapshots(conn, records, utcnow())
 
     def _run_exists(self, run_id: str) -> bool:
         with self.engine.connect() as conn:
@@ -146,22 +221,32 @@ class EventStore(StoreCore):
 
     def list_runs(self) -> list[RunSummary]:
         query = sa.select(
-            _R.run_id, _R.state, _R.version, _R.created_at, _R.updated_at, _R.goal, _R.task_id
+            _R.run_id, _R.state, _R.version, _R.created_at, _R.updated_at, _R.goal, _R.task_id,
+            *(getattr(_R, name) for name in RUN_COUNT_FIELDS),
         ).order_by(_R.created_at, _R.run_id)
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
         return [
-            RunSummary(r[0], r[1], r[2], as_utc(r[3]), as_utc(r[4]), r[5], r[6]) for r in rows
+            RunSummary(r[0], r[1], r[2], as_utc(r[3]), as_utc(r[4]), r[5], r[6], *r[7:])
+            for r in rows
         ]
+
+    def run_ids(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(sa.select(_R.run_id).order_by(_R.run_id)).scalars())
 
     # -- writing ----------------------------------------------------------------------
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState,
+        state: RunState, *, now: datetime | None = None,
+        snapshots: Sequence[SnapshotRecord] = (),
     ) -> None:
+        now = now or utcnow()
         try:
             with self._write_conn() as conn, conn.begin():
-                self._write_in(conn, run_id, prepared, expected_version, state)
+                self._write_in(conn, run_id, prepared, expected_version, state, now)
+                if snapshots:
+                    _store_snapshots_best_effort(conn, snapshots, now)
         except DBAPIError as exc:
             if not is_write_conflict(exc):
                 raise
@@ -172,12 +257,12 @@ class EventStore(StoreCore):
 
     def _write_in(
         self, conn: Connection, run_id: str, prepared: Sequence[PreparedEvent],
-        expected_version: int, state: RunState,
+        expected_version: int, state: RunState, now: datetime,
     ) -> None:
         """The append's statements, inside the caller's transaction."""
-        now = utcnow()
         version = prepared[-1].seq
         sql = self._sql
+        counts = run_counts(state)
         if expected_version == 0:
             created = state.created or {}
             try:
@@ -185,7 +270,7 @@ class EventStore(StoreCore):
                     runs_table.insert().values(
                         run_id=run_id, created_at=now, updated_at=now, state=state.state,
                         version=version, goal=created.get("goal"),
-                        task_id=created.get("task_id"),
+                        task_id=created.get("task_id"), **counts,
                     )
                 )
             except IntegrityError as exc:
@@ -197,6 +282,7 @@ class EventStore(StoreCore):
             result = sql.bump_run.execute(conn, {
                 "w_run_id": run_id, "w_expected": expected_version,
                 "w_state": state.state, "w_version": version, "w_now": now,
+                **{f"w_{name}": value for name, value in counts.items()},
             })
             if result.rowcount != 1:
                 raise ConcurrencyError(
@@ -308,6 +394,43 @@ class EventStore(StoreCore):
                     _L.host == lease.host,
                 )
             )
+
+
+def _store_snapshots_best_effort(
+    conn: Connection, records: Sequence[SnapshotRecord], now: datetime
+) -> None:
+    """Snapshots beside an append, in a savepoint: they are a cache, so failing to write one
+    (a dropped or damaged table) is logged and never costs the events their commit."""
+    try:
+        with conn.begin_nested():
+            _store_snapshots(conn, records, now)
+    except DBAPIError as exc:
+        if is_write_conflict(exc):
+            raise
+        log.warning("snapshot_not_written", run_id=records[0].run_id, error=str(exc))
+
+
+def _store_snapshots(
+    conn: Connection, records: Sequence[SnapshotRecord], now: datetime
+) -> None:
+    """Replace each (run, kind) snapshot by ``records`` (delete + insert: portable upsert)."""
+    for record in records:
+        conn.execute(
+            snapshots_table.delete().where(
+                _S.run_id == record.run_id, _S.kind == record.kind
+            )
+        )
+    conn.execute(
+        snapshots_table.insert(),
+        [
+            {
+                "run_id": r.run_id, "kind": r.kind, "seq": r.seq,
+                "projection_version": r.projection_version, "event_digest": r.event_digest,
+                "body_sha256": r.body_sha256, "body": r.body, "created_at": now,
+            }
+            for r in records
+        ],
+    )
 
 
 def _insert_lease_if_absent(conn: Connection, run_id: str, values: dict) -> bool:

@@ -16,14 +16,16 @@ from domain.events import SCHEMA_VERSION
 from domain.state import RunState
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.leases import Lease, held_message, is_live, lease_lost, new_expiry, this_host
-from store.records import LeaseInfo, RunSummary, utcnow
+from store.records import LeaseInfo, RunSummary, run_counts, utcnow
+from store.snapshots import SnapshotRecord, event_digest
 
 
 class InMemoryEventStore(StoreCore):
     """``EventStore``'s contract without its durability: nothing outlives the process."""
 
-    def __init__(self, url: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, url: str | None = None, *, snapshot_every: int | None = None) -> None:
+        super().__init__(snapshot_every=snapshot_every)
+        self._snapshots: dict[tuple[str, str], SnapshotRecord] = {}
         self._events: dict[str, list[ReadRow]] = {}
         self._runs: dict[str, dict] = {}
         self._leases: dict[str, LeaseInfo] = {}
@@ -50,21 +52,37 @@ class InMemoryEventStore(StoreCore):
     def _run_exists(self, run_id: str) -> bool:
         return run_id in self._runs
 
+    def _snapshot(self, run_id: str, kind: str) -> SnapshotRecord | None:
+        return self._snapshots.get((run_id, kind))
+
+    def _event_digest(self, run_id: str, seq: int) -> str | None:
+        rows = self._events.get(run_id, [])
+        if not 1 <= seq <= len(rows):
+            return None
+        _pos, found_seq, event_type, text, _at, schema_version = rows[seq - 1]
+        return event_digest(found_seq, event_type, text, schema_version)
+
+    def _put_snapshots(self, records: Sequence[SnapshotRecord]) -> None:
+        with self._lock:
+            for record in records:
+                self._snapshots[(record.run_id, record.kind)] = record
+
     def list_runs(self) -> list[RunSummary]:
         with self._lock:
             return [
                 RunSummary(
                     r["run_id"], r["state"], r["version"], r["created_at"], r["updated_at"],
-                    r["goal"], r["task_id"],
+                    r["goal"], r["task_id"], **r["counts"],
                 )
                 for r in sorted(self._runs.values(), key=lambda r: (r["created_at"], r["run_id"]))
             ]
 
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState,
+        state: RunState, *, now: datetime | None = None,
+        snapshots: Sequence[SnapshotRecord] = (),
     ) -> None:
-        now = utcnow()
+        now = now or utcnow()
         run = self._runs.get(run_id)
         if expected_version == 0:
             if run is not None:
@@ -87,8 +105,12 @@ class InMemoryEventStore(StoreCore):
             log.append(
                 (self._position, event.seq, event.type, event.text, now, SCHEMA_VERSION)
             )
-        run.update(state=state.state, version=prepared[-1].seq, updated_at=now)
+        run.update(
+            state=state.state, version=prepared[-1].seq, updated_at=now,
+            counts=run_counts(state),
+        )
         self._runs[run_id] = run
+        self._put_snapshots(snapshots)
 
     def _inject(self, run_id: str, event_type: str, text: str, schema_version: int) -> None:
         """Test hook: place a raw row in the log, bypassing validation (simulates a log

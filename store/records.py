@@ -48,6 +48,44 @@ class RunSummary:
     updated_at: datetime
     goal: str | None
     task_id: str | None
+    # Cached counts of the fold (None on rows written before they were kept).
+    output_dir: str | None = None
+    last_event_type: str | None = None
+    batches_total: int | None = None
+    batches_resolved: int | None = None
+    batches_done: int | None = None
+    episodes_attempted: int | None = None
+    episodes_accepted: int | None = None
+    trajectories_committed: int | None = None
+    failures: int | None = None
+    resumes: int | None = None
+
+    @property
+    def has_counts(self) -> bool:
+        return self.episodes_attempted is not None
+
+
+RUN_COUNT_FIELDS = (
+    "output_dir", "last_event_type", "batches_total", "batches_resolved", "batches_done",
+    "episodes_attempted", "episodes_accepted", "trajectories_committed", "failures", "resumes",
+)
+
+
+def run_counts(state: Any) -> dict[str, Any]:
+    """The ``runs`` row's cached counts of a folded RunState (all O(1) to read)."""
+    created = state.created or {}
+    return {
+        "output_dir": created.get("output_dir"),
+        "last_event_type": state.last_event_type,
+        "batches_total": state.batches_total,
+        "batches_resolved": state.batches_resolved,
+        "batches_done": state.batches_finished,
+        "episodes_attempted": state.episodes_done,
+        "episodes_accepted": state.episodes_accepted,
+        "trajectories_committed": state.trajectories_committed,
+        "failures": len(state.failures),
+        "resumes": state.resumes,
+    }
 
 
 @dataclass(frozen=True, slots=True)

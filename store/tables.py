@@ -24,6 +24,28 @@ class RunRow(SQLModel, table=True):
     version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     goal: str | None = Field(default=None, sa_column=sa.Column(sa.String(32), nullable=True))
     task_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # Cached counts of the fold (migration 0003), so `runs` reads no events. NULL on rows
+    # written before that migration until their next append.
+    output_dir: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    last_event_type: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(64), nullable=True)
+    )
+    batches_total: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
+    batches_resolved: int | None = Field(
+        default=None, sa_column=sa.Column(sa.Integer, nullable=True)
+    )
+    batches_done: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
+    episodes_attempted: int | None = Field(
+        default=None, sa_column=sa.Column(sa.Integer, nullable=True)
+    )
+    episodes_accepted: int | None = Field(
+        default=None, sa_column=sa.Column(sa.Integer, nullable=True)
+    )
+    trajectories_committed: int | None = Field(
+        default=None, sa_column=sa.Column(sa.Integer, nullable=True)
+    )
+    failures: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
+    resumes: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
 
 
 class EventRow(SQLModel, table=True):
@@ -70,7 +92,33 @@ class LeaseRow(SQLModel, table=True):
     expires_at: datetime = Field(sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False))
 
 
+class SnapshotRow(SQLModel, table=True):
+    """A cached projection of one run at ``seq`` (the fold, or a named report).
+
+    A cache, never a source of truth: it is used only when ``projection_version`` is the
+    code's, ``body_sha256`` matches ``body`` and ``event_digest`` matches the event now at
+    ``seq``; otherwise it is ignored and the log is folded.
+    """
+
+    __tablename__ = "snapshots"
+
+    run_id: str = Field(
+        sa_column=sa.Column(
+            sa.String(200), sa.ForeignKey("runs.run_id", name="fk_snapshots_run"),
+            primary_key=True,
+        )
+    )
+    kind: str = Field(sa_column=sa.Column(sa.String(64), primary_key=True))
+    seq: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    projection_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    event_digest: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    body_sha256: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    body: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = Field(sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False))
+
+
 runs_table: sa.Table = RunRow.__table__  # type: ignore[attr-defined]
 events_table: sa.Table = EventRow.__table__  # type: ignore[attr-defined]
 leases_table: sa.Table = LeaseRow.__table__  # type: ignore[attr-defined]
+snapshots_table: sa.Table = SnapshotRow.__table__  # type: ignore[attr-defined]
 STORE_METADATA: sa.MetaData = SQLModel.metadata

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from runtime.cli.output import table
-from store.projections.audit import episode_outcomes
+from store.projections.run_digest import RunDigest
 
 
 def _relative(path: str, base: str | None) -> str:
@@ -21,41 +21,41 @@ def _relative(path: str, base: str | None) -> str:
         return path
 
 
-def batch_rows(events: Sequence[Any]) -> list[list[Any]]:
+def digest_rows(digest: RunDigest) -> list[list[Any]]:
     """Per batch: asset set (role=asset_id), accepted/attempted, why episodes were rejected,
     and where its trajectories and deployment are (relative to the run's output folder)."""
-    output_dir = next((e.payload["output_dir"] for e in events if e.type == "RunCreated"), None)
-    resolved: dict[int, dict[str, Any]] = {}
-    deployments: dict[int, str] = {}
-    for event in events:
-        if event.type == "BatchResolved":
-            resolved[int(event.payload["batch_index"])] = event.payload
-        elif event.type == "DeploymentMaterialized":
-            deployments[int(event.payload["batch_index"])] = event.payload["deployment_path"]
-    outcomes = episode_outcomes(events)
+    output_dir = digest.created.get("output_dir")
     rows = []
-    for index in sorted(resolved):
-        mine = [o for k, o in sorted(outcomes.items()) if k[0] == index]
-        folders = sorted({str(Path(o["path"]).parent) for o in mine if o["committed"]})
-        reasons: dict[str, int] = {}
-        for o in mine:
-            if not o["accepted"]:
-                why = f"{o['judgement']} ({o['cause']})" if o.get("cause") else o["judgement"]
-                reasons[why] = reasons.get(why, 0) + 1
-        assets = resolved[index]["assets"]
+    for batch in digest.batch_rows():
+        assets = batch["assets"]
         rows.append(
             [
-                index,
-                " ".join(f"{role}={assets[role]['asset_id']}" for role in sorted(assets)),
-                f"{sum(o['accepted'] for o in mine)}/{len(mine)}",
-                ", ".join(f"{r} x{n}" for r, n in sorted(reasons.items())) or "-",
-                ", ".join(_relative(f, output_dir) for f in folders) or "-",
-                _relative(deployments.get(index, "-"), output_dir),
+                batch["batch_index"],
+                " ".join(f"{role}={assets[role]}" for role in sorted(assets)),
+                f"{batch['accepted']}/{batch['attempted']}",
+                ", ".join(f"{r} x{n}" for r, n in batch["reasons"].items()) or "-",
+                ", ".join(_relative(f, output_dir) for f in batch["folders"]) or "-",
+                _relative(batch["deployment"] or "-", output_dir),
             ]
         )
     return rows
 
 
-def batch_table(events: Sequence[Any]) -> str:
+def batch_rows(events: Iterable[Any]) -> list[list[Any]]:
+    """:func:`digest_rows` of a log given as events."""
+    digest = RunDigest()
+    for event in events:
+        digest.apply(event)
+    return digest_rows(digest)
+
+
+def digest_table(digest: RunDigest) -> str:
     headers = ["batch", "asset set", "accepted", "rejected because", "trajectories", "deployment"]
-    return table(headers, batch_rows(events))
+    return table(headers, digest_rows(digest))
+
+
+def batch_table(events: Iterable[Any]) -> str:
+    digest = RunDigest()
+    for event in events:
+        digest.apply(event)
+    return digest_table(digest)

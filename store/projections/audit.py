@@ -121,34 +121,15 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
     return done
 
 
-def run_summary(run_id: str, events: Sequence[EventLike]) -> dict[str, Any]:
-    """One run at a glance: task, state, batch and episode counts, first and last event."""
-    created = next((e.payload for e in events if e.type == "RunCreated"), {})
-    config = created.get("config") or {}
-    prepared = [e.payload for e in events if e.type == "PreparationCompleted"]
-    resolved = {int(e.payload["batch_index"]) for e in events if e.type == "BatchResolved"}
-    finished = {int(e.payload["batch_index"]) for e in events if e.type == "BatchFinished"}
-    outcomes = episode_outcomes(events)
-    batches_total = prepared[-1].get("batches") if prepared else config.get("max_batches")
-    return {
-        "run_id": run_id,
-        "task_id": created.get("task_id"),
-        "goal": created.get("goal"),
-        "output_dir": created.get("output_dir"),
-        "state": lifecycle_state(events),
-        "created_at": event_time(events[0]) if events else None,
-        "last_event_at": event_time(events[-1]) if events else None,
-        "last_event_type": events[-1].type if events else None,
-        "version": events[-1].seq if events else 0,
-        "batches_total": batches_total,
-        "batches_resolved": len(resolved),
-        "batches_done": len(finished),
-        "episodes_attempted": len(outcomes),
-        "episodes_accepted": sum(1 for o in outcomes.values() if o["accepted"]),
-        "trajectories_committed": sum(1 for o in outcomes.values() if o["committed"]),
-        "failures": sum(1 for e in events if e.type == "RunFailed"),
-        "resumes": sum(1 for e in events if e.type == "RunResumed"),
-    }
+def run_summary(run_id: str, events: Iterable[EventLike]) -> dict[str, Any]:
+    """One run at a glance: task, state, batch and episode counts, first and last event
+    (the same answer the store's snapshotted ``RunDigest`` gives without re-reading)."""
+    from store.projections.run_digest import RunDigest
+
+    digest = RunDigest()
+    for event in events:
+        digest.apply(event)
+    return digest.summary(run_id)
 
 
 def _asset_entry(table: dict[tuple[str, str], dict[str, Any]], asset_id: str, sha: str) -> dict:

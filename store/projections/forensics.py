@@ -8,10 +8,11 @@ read off the event log, so the report is the same on any machine holding the led
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from store.projections.audit import EventLike, episode_key, event_time, lifecycle_state
+from store.projections.incremental import Projector
 
 FORENSICS_SCHEMA_VERSION = 1
 
@@ -33,20 +34,65 @@ def _stamp(event: EventLike) -> dict[str, Any]:
     return {"seq": event.seq, "recorded_at": event_time(event)}
 
 
-def _sessions(events: Sequence[EventLike]) -> list[dict[str, Any]]:
-    """Sessions in log order; a session's span runs until the next session or resume begins."""
-    sessions: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
-    for event in events:
-        p = event.payload
-        if event.type in _SESSION_STARTS or event.type == "RunResumed":
-            kind = _SESSION_STARTS.get(event.type, "resume")
+def _with_stamp(event: EventLike) -> dict[str, Any]:
+    return {**dict(event.payload), **_stamp(event)}
+
+
+class ForensicsProjector(Projector):
+    """The forensic report, accumulated one event at a time.
+
+    Its state is bounded by the answer: sessions, failures, resumes and takeovers are
+    listed in full; of the episodes only those still unfinished or started more than once
+    are kept (a done episode started once never appears in the report).
+    """
+
+    KIND = "forensics"
+    VERSION = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.created: dict[str, Any] | None = None
+        self.sessions: list[dict[str, Any]] = []
+        self.episodes: dict[tuple[int, int], dict[str, Any]] = {}
+        self.failures: list[dict[str, Any]] = []
+        self.resumes: list[dict[str, Any]] = []
+        self.takeovers: list[dict[str, Any]] = []
+        self.state: str | None = None
+        self.failed_from: str | None = None
+        self.running: str | None = None
+        self.count = 0
+        self.last: dict[str, Any] | None = None
+
+    def _apply(self, event: EventLike) -> None:
+        kind, p = event.type, event.payload
+        self.count += 1
+        self.last = {"type": kind, "payload": dict(p), **_stamp(event)}
+        if kind == "RunCreated" and self.created is None:
+            self.created = dict(p)
+        now = lifecycle_state([event])
+        if kind == "RunFailed":
+            self.failed_from = self.running
+            self.failures.append(_with_stamp(event))
+        elif kind == "RunResumed":
+            self.resumes.append(_with_stamp(event))
+        elif kind == "LeaseTakenOver":
+            self.takeovers.append(_with_stamp(event))
+        if now is not None:
+            self.state = self.running = now
+        self._session(event)
+        self._episode(event)
+
+    def _session(self, event: EventLike) -> None:
+        kind, p = event.type, event.payload
+        current = self.sessions[-1] if self.sessions else None
+        if kind in _SESSION_STARTS or kind == "RunResumed":
+            name = _SESSION_STARTS.get(kind, "resume")
             if current is not None and current["session_id"] == p.get("session_id"):
-                current["kind"] = f"{current['kind']}+{kind}"  # e.g. a resume that collects
-                continue
-            current = {
+                current["kind"] = f"{current['kind']}+{name}"  # e.g. a resume that collects
+                return
+            self.sessions.append({
                 "session_id": p.get("session_id"),
-                "kind": kind,
+                "kind": name,
                 "host": p.get("host"),
                 "pid": p.get("pid"),
                 "started": _stamp(event),
@@ -54,95 +100,104 @@ def _sessions(events: Sequence[EventLike]) -> list[dict[str, Any]]:
                 "environment_closed": None,
                 "ended_by": None,
                 "last_seq": event.seq,
-            }
-            sessions.append(current)
-            continue
+            })
+            return
         if current is None:
-            continue
+            return
         current["last_seq"] = event.seq
-        if event.type == "EnvironmentBuilt":
+        if kind == "EnvironmentBuilt":
             current["environment_built"] = True
-        elif event.type == "EnvironmentClosed":
+        elif kind == "EnvironmentClosed":
             current["environment_closed"] = {
                 "ok": p.get("ok"),
                 "error_type": p.get("error_type"),
                 "detail": p.get("detail"),
                 **_stamp(event),
             }
-        elif event.type in ("RunFailed", "RunCompleted", "PreparationCompleted"):
-            current["ended_by"] = event.type
-    for session in sessions:
-        # No RunFailed/RunCompleted/PreparationCompleted in its span: the process vanished
-        # (killed, power loss) or, if it is the last session, it may still be running.
-        session["crashed"] = session["ended_by"] is None
-        session["may_be_live"] = session["crashed"] and session is sessions[-1]
-    return sessions
+        elif kind in ("RunFailed", "RunCompleted", "PreparationCompleted"):
+            current["ended_by"] = kind
 
-
-def _episodes(events: Sequence[EventLike]) -> dict[tuple[int, int], dict[str, Any]]:
-    episodes: dict[tuple[int, int], dict[str, Any]] = {}
-    for event in events:
+    def _episode(self, event: EventLike) -> None:
         step = _EPISODE_STEPS.get(event.type)
         if step is None:
-            continue
+            return
         p = event.payload
         key = episode_key(p)
+        entry = self.episodes.get(key)
         if step == "started":
-            previous = episodes.get(key)
-            episodes[key] = {
+            self.episodes[key] = {
                 "batch_index": key[0],
                 "episode_index": key[1],
                 "seed": p.get("seed"),
                 "started": _stamp(event),
-                "attempts": (previous["attempts"] + 1) if previous else 1,
+                "attempts": (entry["attempts"] + 1) if entry else 1,
                 "reached": "started",
                 "last_event": {"type": event.type, **_stamp(event)},
             }
-        elif key in episodes:
-            episodes[key]["reached"] = step
-            episodes[key]["last_event"] = {"type": event.type, **_stamp(event)}
-    return episodes
+        elif entry is not None:
+            entry["reached"] = step
+            entry["last_event"] = {"type": event.type, **_stamp(event)}
+            if step in _DONE_STEPS and entry["attempts"] == 1:
+                del self.episodes[key]  # done, started once: never part of the report
+
+    def _dump(self) -> Any:
+        return {
+            "created": self.created, "sessions": self.sessions,
+            "episodes": list(self.episodes.values()), "failures": self.failures,
+            "resumes": self.resumes, "takeovers": self.takeovers, "state": self.state,
+            "failed_from": self.failed_from, "running": self.running, "count": self.count,
+            "last": self.last,
+        }
+
+    def _restore(self, state: Any) -> None:
+        self.created = state["created"]
+        self.sessions = list(state["sessions"])
+        self.episodes = {(e["batch_index"], e["episode_index"]): e for e in state["episodes"]}
+        self.failures = list(state["failures"])
+        self.resumes = list(state["resumes"])
+        self.takeovers = list(state["takeovers"])
+        self.state, self.failed_from = state["state"], state["failed_from"]
+        self.running, self.count, self.last = state["running"], state["count"], state["last"]
+        if type(self.count) is not int:
+            raise ValueError("forensics snapshot: count is not an integer")
+
+    def report(self) -> dict[str, Any]:
+        created = self.created or {}
+        sessions = [
+            {**s, "crashed": s["ended_by"] is None,
+             "may_be_live": s["ended_by"] is None and i == len(self.sessions) - 1}
+            for i, s in enumerate(self.sessions)
+        ]
+        episodes = list(self.episodes.values())
+        unfinished = [e for e in episodes if e["reached"] not in _DONE_STEPS]
+        collection_sessions = [s for s in sessions if "collection" in s["kind"]]
+        return {
+            "schema_version": FORENSICS_SCHEMA_VERSION,
+            "run_id": created.get("run_id"),
+            "task_id": created.get("task_id"),
+            "goal": created.get("goal"),
+            "state": self.state,
+            "failed_from": self.failed_from if self.state == "failed" else None,
+            "events": self.count,
+            "last_event": self.last,
+            "sessions": sessions,
+            "open_collection_sessions": [
+                s for s in collection_sessions if not s["environment_closed"]
+            ],
+            "crashed_sessions": [s for s in sessions if s["crashed"]],
+            "interrupted_episode": unfinished[-1] if unfinished else None,
+            "unfinished_episodes": unfinished,
+            "restarted_episodes": [e for e in episodes if e["attempts"] > 1],
+            "failure": self.failures[-1] if self.failures else None,
+            "failures": self.failures,
+            "resumes": self.resumes,
+            "lease_takeovers": self.takeovers,
+        }
 
 
-def _with_stamp(event: EventLike) -> dict[str, Any]:
-    return {**dict(event.payload), **_stamp(event)}
-
-
-def forensics(events: Sequence[EventLike]) -> dict[str, Any]:
+def forensics(events: Iterable[EventLike]) -> dict[str, Any]:
     """The forensic report of one run's log (events in seq order)."""
-    created = next((e.payload for e in events if e.type == "RunCreated"), {})
-    sessions = _sessions(events)
-    episodes = _episodes(events)
-    unfinished = [e for e in episodes.values() if e["reached"] not in _DONE_STEPS]
-    failures = [_with_stamp(e) for e in events if e.type == "RunFailed"]
-    collection_sessions = [s for s in sessions if "collection" in s["kind"]]
-    state = lifecycle_state(events)
-    failed_from = None
-    running: str | None = None
+    projector = ForensicsProjector()
     for event in events:
-        if event.type == "RunFailed":
-            failed_from = running
-        running = lifecycle_state([event]) or running
-    last = events[-1] if events else None
-    return {
-        "schema_version": FORENSICS_SCHEMA_VERSION,
-        "run_id": created.get("run_id"),
-        "task_id": created.get("task_id"),
-        "goal": created.get("goal"),
-        "state": state,
-        "failed_from": failed_from if state == "failed" else None,
-        "events": len(events),
-        "last_event": (
-            {"type": last.type, "payload": dict(last.payload), **_stamp(last)} if last else None
-        ),
-        "sessions": sessions,
-        "open_collection_sessions": [s for s in collection_sessions if not s["environment_closed"]],
-        "crashed_sessions": [s for s in sessions if s["crashed"]],
-        "interrupted_episode": unfinished[-1] if unfinished else None,
-        "unfinished_episodes": unfinished,
-        "restarted_episodes": [e for e in episodes.values() if e["attempts"] > 1],
-        "failure": failures[-1] if failures else None,
-        "failures": failures,
-        "resumes": [_with_stamp(e) for e in events if e.type == "RunResumed"],
-        "lease_takeovers": [_with_stamp(e) for e in events if e.type == "LeaseTakenOver"],
-    }
+        projector.apply(event)
+    return projector.report()

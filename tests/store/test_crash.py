@@ -15,10 +15,12 @@ import threading
 import time
 from pathlib import Path
 
+from domain.state import fold
 from store import EventStore
 
 REPO = Path(__file__).resolve().parents[2]
 KILLS_PER_LANE = 11
+SNAPSHOT_EVERY = 5
 LANES = 2
 
 
@@ -31,7 +33,8 @@ def _reader(stream, acked: list[int], first: threading.Event) -> None:
 def _lane(url: str, run_id: str, seed: int) -> int:
     """Start, kill and check a writer KILLS_PER_LANE times; return appends acknowledged."""
     rng = random.Random(seed)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # A small snapshot interval: many kills land while a snapshot is being written.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ASSETCAST_SNAPSHOT_EVERY": str(SNAPSHOT_EVERY)}
     total = 0
     for _round in range(KILLS_PER_LANE):
         acked: list[int] = []
@@ -57,8 +60,10 @@ def _lane(url: str, run_id: str, seed: int) -> int:
             seqs = [e.seq for e in store.read(run_id)]
             assert seqs == list(range(1, len(seqs) + 1)), "gap in the log"
             assert max(acked) <= len(seqs), "an acknowledged append is missing"
-            state = store.state(run_id)  # the surviving log folds legally
+            state = store.state(run_id)  # the surviving log folds legally (snapshot + tail)
             assert state.version == len(seqs)
+            assert state == fold(run_id, store.read(run_id))
+            assert store._snapshot(run_id, "fold") is not None or len(seqs) < SNAPSHOT_EVERY
     with EventStore(url) as store:
         # PreparationStarted, CollectionStarted and one RunResumed per restart
         assert store.state(run_id).session == KILLS_PER_LANE + 1

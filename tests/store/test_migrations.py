@@ -26,9 +26,9 @@ def test_upgrade_empty_file_to_head_from_any_cwd(
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     monkeypatch.chdir(tmp_path)  # scripts are found relative to the package, not the CWD
     assert current(url) is None
-    assert upgrade(url) == head_revision() == "0001_initial"
-    assert current(url) == "0001_initial"
-    assert upgrade(url) == "0001_initial"  # idempotent
+    assert upgrade(url) == head_revision() == "0003_snapshots"
+    assert current(url) == "0003_snapshots"
+    assert upgrade(url) == "0003_snapshots"  # idempotent
     engine = make_engine(url)
     try:
         tables = set(sa.inspect(engine).get_table_names())
@@ -99,6 +99,6 @@ def test_models_and_migrations_agree(backend_url: str) -> None:
 def _store_only(metadata: sa.MetaData) -> sa.MetaData:
     """The store's own tables (other packages might register SQLModel tables too)."""
     only = sa.MetaData()
-    for name in ("runs", "events", "leases"):
+    for name in ("runs", "events", "leases", "snapshots"):
         metadata.tables[name].to_metadata(only)
     return only
