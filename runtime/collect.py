@@ -43,7 +43,7 @@ from runtime.collect_support.plan import (
     CollectionPlan,
     CollectionRefused,
     EpisodeRecord,
-    read_plan,
+    plan_from_state,
 )
 from runtime.collect_support.recordings import (
     session_recording_dir,
@@ -133,8 +133,9 @@ def report_path_of(plan: CollectionPlan) -> Path:
 
 
 def write_report(store: Any, run_id: str, path: Path) -> dict[str, Any]:
-    """Write `report.json` from the log (the same projection `show --json` prints)."""
-    report = collection_report(store.read(run_id))
+    """Write `report.json` from the log (the same projection `show --json` prints), streamed:
+    memory is the report's own size, never the log's."""
+    report = collection_report(store.iter_events(run_id))
     write_json_atomic(path, report)
     return report
 
@@ -587,22 +588,23 @@ def run_collection(
     episodes_per_batch: int | None = None,
     progress: bool = True,
     verified: bool = False,
-    known_events: Sequence[Any] = (),
+    plan: CollectionPlan | None = None,
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
 
     Used by :func:`collect` for a prepared run and by ``resume`` for an interrupted one.
     Committed trajectories are verified against disk first unless the caller did so;
-    ``known_events`` (a prefix of the log the caller already read) saves re-reading it.
+    ``plan`` (built by the caller from the state it just read) saves building it again.
     """
     initial = _check_specs(initial_checks, "initial_checks")
     final = _check_specs(final_checks, "final_checks")
     factory = environment_factory or default_environment_factory
     if not callable(factory):
         raise CollectionRefused("environment_factory must be callable")
-    events = list(known_events)
-    events += store.read(run_id, after_seq=events[-1].seq if events else 0)
-    plan = read_plan(run_id, events, episodes_per_batch=episodes_per_batch)
+    state = store.state(run_id)
+    version = state.version
+    if plan is None:
+        plan = plan_from_state(run_id, state, episodes_per_batch=episodes_per_batch)
     if environment_factory is None:
         _require_registered(plan, initial, final)
     committed = plan.committed()
@@ -613,7 +615,7 @@ def run_collection(
         store,
         session,
         plan,
-        events[-1].seq,
+        version,
         initial_checks=initial,
         final_checks=final,
         factory=factory,

@@ -24,7 +24,7 @@ import structlog
 
 from domain.errors import AssetcastInputError
 from runtime.collect import CollectionResult, collect, end_session, run_collection
-from runtime.collect_support.plan import read_plan
+from runtime.collect_support.plan import plan_from_state
 from runtime.collect_support.recordings import verify_committed
 from runtime.session import CollectorSession
 from store.records import NewEvent
@@ -93,8 +93,9 @@ def _resume_under_lease(
     phase = _phase(state)
     if state.state == "completed" or phase not in ("prepared", "collecting"):
         raise NothingToResume(f"run {run_id} is {state.state} and cannot be resumed here")
-    events = store.read(run_id)
-    plan = read_plan(run_id, events, episodes_per_batch=collect_kwargs.get("episodes_per_batch"))
+    plan = plan_from_state(
+        run_id, state, episodes_per_batch=collect_kwargs.get("episodes_per_batch")
+    )
     verify_committed(run_id, plan.output_dir, plan.committed())
     from_state, to_state = state.state, phase
     if from_state != "prepared":  # prepared->prepared is not a transition; nothing to record
@@ -121,7 +122,7 @@ def _resume_under_lease(
         log.info("resume_stops_at_prepared", run_id=run_id, goal=plan.goal)
         return None
     result: CollectionResult = run_collection(
-        run_id, store=store, session=session, verified=True, known_events=events,
+        run_id, store=store, session=session, verified=True, plan=plan,
         **collect_kwargs,
     )
     return result

@@ -18,7 +18,6 @@ from datetime import datetime
 
 import sqlalchemy as sa
 import structlog
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -443,8 +442,12 @@ def _insert_lease_if_absent(conn: Connection, run_id: str, values: dict) -> bool
     """
     name = conn.dialect.name
     if name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
         stmt = postgresql.insert(leases_table).on_conflict_do_nothing(index_elements=[_L.run_id])
     elif name == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
         stmt = sqlite.insert(leases_table).on_conflict_do_nothing(index_elements=[_L.run_id])
     else:
         return False

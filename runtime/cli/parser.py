@@ -178,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("verify", cmd_verify, "re-hash trajectories and validate deployments (exit 1)")
     p.add_argument("run_id", metavar="RUN")
 
-    p = command("db", cmd_db, "event store schema: upgrade | current")
-    p.add_argument("action", choices=["upgrade", "current"])
+    p = command("db", cmd_db, "event store schema: upgrade | current | rebuild-snapshots")
+    p.add_argument("action", choices=["upgrade", "current", "rebuild-snapshots"])
+    p.add_argument(
+        "run_ids", metavar="RUN", nargs="*",
+        help="rebuild-snapshots: only these runs (default: every run)",
+    )
     return parser

@@ -8,23 +8,48 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from domain.canonical import canonical_json
-from runtime.cli.batch_table import batch_table
+from domain.errors import UnknownRun
+from runtime.cli.batch_table import digest_table
 from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
 from runtime.cli.output import out, table
-from runtime.cli.store_access import db_url, open_store, read_run
+from runtime.cli.store_access import db_url, open_store, read_run, require_run, unknown_run
 from runtime.files import report_text
-from store.projections.audit import event_time, run_summary
+from store.projections.audit import event_time
+
+
+def _summary_of_row(store: Any, row: Any) -> dict[str, Any]:
+    """A run's summary from its ``runs`` row (no events read); a row written before the
+    counts were cached falls back to the run's snapshotted digest."""
+    if not row.has_counts:
+        return store.project(row.run_id, "digest").summary(row.run_id)
+    return {
+        "run_id": row.run_id,
+        "task_id": row.task_id,
+        "goal": row.goal,
+        "output_dir": row.output_dir,
+        "state": row.state,
+        "created_at": row.created_at.isoformat(),
+        "last_event_at": row.updated_at.isoformat(),
+        "last_event_type": row.last_event_type,
+        "version": row.version,
+        "batches_total": row.batches_total,
+        "batches_resolved": row.batches_resolved,
+        "batches_done": row.batches_done,
+        "episodes_attempted": row.episodes_attempted,
+        "episodes_accepted": row.episodes_accepted,
+        "trajectories_committed": row.trajectories_committed,
+        "failures": row.failures,
+        "resumes": row.resumes,
+    }
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     store = open_store(db_url(args))
-    summaries = []
-    for entry in store.list_runs():
-        run_id = entry if isinstance(entry, str) else entry.run_id
-        summaries.append(run_summary(run_id, list(store.read(run_id))))
+    summaries = [_summary_of_row(store, row) for row in store.list_runs()]
     summaries.sort(key=lambda s: (s["created_at"] or "", s["run_id"]))
     if args.json:
         out(report_text(summaries))
@@ -44,20 +69,29 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _project(store: Any, run_id: str, kind: str) -> Any:
+    """The run's snapshotted projection ``kind``; an unknown run is bad input (exit 2)."""
+    try:
+        return store.project(run_id, kind)
+    except UnknownRun:
+        raise unknown_run(run_id) from None
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     store = open_store(db_url(args))
-    events = read_run(store, args.run_id)
+    digest = _project(store, args.run_id, "digest")
     if args.json:
-        if any(e.type == "CollectionStarted" for e in events):
+        # The full report is as long as the run's episode list: streamed, never the log.
+        if digest.collection_started:
             from store.projections.collection_report import collection_report
 
-            sys.stdout.write(report_text(collection_report(events)))
+            sys.stdout.write(report_text(collection_report(store.iter_events(args.run_id))))
         else:
             from store.projections.preparation_report import preparation_report
 
-            sys.stdout.write(report_text(preparation_report(events)))
+            sys.stdout.write(report_text(preparation_report(store.iter_events(args.run_id))))
         return EXIT_OK
-    s = run_summary(args.run_id, events)
+    s = digest.summary(args.run_id)
     for label, key in [
         ("run", "run_id"), ("task", "task_id"), ("goal", "goal"), ("state", "state"),
         ("output", "output_dir"), ("created", "created_at"), ("last event", "last_event_at"),
@@ -68,15 +102,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"{'episodes:':<12}{s['episodes_accepted']} accepted / {s['episodes_attempted']} "
         f"attempted, {s['trajectories_committed']} trajectories"
     )
-    failures = [e for e in events if e.type == "RunFailed"]
-    if failures:
-        p = failures[-1].payload
+    if digest.last_failure is not None:
+        p = digest.last_failure
         out(f"{'failure:':<12}{p['phase']}: {p['error_type']}: {p['detail']}")
     if s["resumes"]:
         out(f"{'resumes:':<12}{s['resumes']}")
-    if any(e.type == "BatchResolved" for e in events):
+    if digest.resolved:
         out("")
-        out(batch_table(events))
+        out(digest_table(digest))
         out("(paths relative to the output folder)")
     return EXIT_OK
 
@@ -88,7 +121,8 @@ def _compact(payload: Any, limit: int = 160) -> str:
 
 def cmd_events(args: argparse.Namespace) -> int:
     store = open_store(db_url(args))
-    events = read_run(store, args.run_id)
+    require_run(store, args.run_id)
+    events: Iterable[Any] = store.iter_events(args.run_id)
     wanted = {t for value in args.type or [] for t in value.split(",") if t}
     if wanted:
         from domain.events import EVENT_TYPES
@@ -96,7 +130,7 @@ def cmd_events(args: argparse.Namespace) -> int:
         unknown = sorted(wanted - set(EVENT_TYPES))
         if unknown:
             raise UsageError(f"--type: unknown event type(s) {', '.join(unknown)}")
-        events = [e for e in events if e.type in wanted]
+        events = (e for e in events if e.type in wanted)
     for event in events:
         if args.json:
             record = {
@@ -143,9 +177,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_forensics(args: argparse.Namespace) -> int:
-    from store.projections.forensics import forensics
-
-    report = forensics(read_run(open_store(db_url(args)), args.run_id))
+    report = _project(open_store(db_url(args)), args.run_id, "forensics").report()
     if args.json:
         sys.stdout.write(report_text(report))
         return EXIT_OK

@@ -51,7 +51,7 @@ def open_store(url: str, *, create: bool = False) -> Any:
     return EventStore(url)
 
 
-def _unknown_run(run_id: str) -> UnknownRun:
+def unknown_run(run_id: str) -> UnknownRun:
     return UnknownRun(f"unknown run {run_id!r} (use `assetcast runs` to list runs)")
 
 
@@ -62,7 +62,7 @@ def read_run(store: Any, run_id: str) -> list[Any]:
     except UnknownRun:
         events = []
     if not events:
-        raise _unknown_run(run_id)
+        raise unknown_run(run_id)
     return events
 
 
@@ -73,4 +73,4 @@ def require_run(store: Any, run_id: str) -> None:
     try:
         store.state(run_id)
     except UnknownRun:
-        raise _unknown_run(run_id) from None
+        raise unknown_run(run_id) from None

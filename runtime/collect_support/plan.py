@@ -52,6 +52,8 @@ class CollectionPlan:
     done: dict[tuple[int, int], EpisodeRecord] = field(default_factory=dict)
     finished_batches: set[int] = field(default_factory=set)
     sessions: int = 0
+    # batch -> [accepted, attempted]; kept by record_done so counts never rescan ``done``.
+    _counts: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
     @property
     def settle_steps(self) -> int:
@@ -65,34 +67,50 @@ class CollectionPlan:
 
     def batch_counts(self, batch_index: int) -> tuple[int, int]:
         """(accepted, attempted) over every done episode of the batch, across sessions."""
-        records = [r for (b, _), r in self.done.items() if b == batch_index]
-        return sum(1 for r in records if r.accepted), len(records)
+        accepted, attempted = self._counts.get(batch_index, (0, 0))
+        return accepted, attempted
 
     def totals(self) -> tuple[int, int]:
-        records = list(self.done.values())
-        return sum(1 for r in records if r.accepted), len(records)
+        counts = self._counts.values()
+        return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
     def committed(self) -> dict[tuple[int, int], Mapping[str, Any]]:
         return {key: r.committed for key, r in self.done.items() if r.committed is not None}
 
     def record_done(self, batch_index: int, episode_index: int, record: EpisodeRecord) -> None:
-        self.done[(batch_index, episode_index)] = record
-
-
-def _payloads(events: Sequence[Any], kind: str) -> list[Mapping[str, Any]]:
-    return [e.payload for e in events if e.type == kind]
+        key = (batch_index, episode_index)
+        counts = self._counts.setdefault(batch_index, [0, 0])
+        previous = self.done.get(key)
+        if previous is not None:
+            counts[0] -= previous.accepted
+            counts[1] -= 1
+        self.done[key] = record
+        counts[0] += record.accepted
+        counts[1] += 1
 
 
 def read_plan(
     run_id: str, events: Sequence[Any], *, episodes_per_batch: int | None = None
 ) -> CollectionPlan:
-    """Build the plan; ``episodes_per_batch`` may override the config only before collection."""
-    created = _payloads(events, "RunCreated")
-    if not created:
+    """:func:`plan_from_state` of the run folded from ``events``."""
+    from domain.state import fold
+
+    return plan_from_state(run_id, fold(run_id, events), episodes_per_batch=episodes_per_batch)
+
+
+def plan_from_state(
+    run_id: str, state: Any, *, episodes_per_batch: int | None = None
+) -> CollectionPlan:
+    """Build the plan from the run's folded state (the store loads it from its latest
+    snapshot plus the tail, so this costs the same on day 1 and day 100);
+    ``episodes_per_batch`` may override the config only before collection."""
+    run = state.created
+    if not run:
         raise CollectionRefused(f"run {run_id}: the log has no RunCreated event")
-    run = created[0]
     config: Mapping[str, Any] = run["config"]
-    deployments = {int(p["batch_index"]): p for p in _payloads(events, "DeploymentMaterialized")}
+    deployments = {
+        index: batch.deployment for index, batch in state.batches.items() if batch.deployment
+    }
     if not deployments:
         raise CollectionRefused(f"run {run_id}: preparation materialized no deployment")
     output_dir = Path(run["output_dir"])
@@ -110,12 +128,12 @@ def read_plan(
                 manifest_sha256=item["manifest_sha256"],
             )
         )
-    started = _payloads(events, "CollectionStarted")
+    first = state.first_collection
     fixed_episodes = int(config.get("episodes_per_batch", 1))
     record = bool(config.get("record_trajectory", True))
-    if started:
-        fixed_episodes = int(started[0]["episodes_per_batch"])
-        record = bool(started[0]["record_trajectory"])
+    if first is not None:
+        fixed_episodes = int(first["episodes_per_batch"])
+        record = bool(first["record_trajectory"])
         if episodes_per_batch is not None and episodes_per_batch != fixed_episodes:
             raise CollectionRefused(
                 f"run {run_id}: episodes_per_batch is fixed at {fixed_episodes} by its first "
@@ -135,32 +153,16 @@ def read_plan(
         batches=tuple(batches),
         episodes_per_batch=fixed_episodes,
         record_trajectory=record,
-        sessions=len(started),
+        sessions=sum(1 for s in state.sessions if s.kind == "CollectionStarted"),
     )
-    _read_episodes(plan, events)
+    for (batch_index, episode_index), episode in sorted(state.episodes.items()):
+        if episode.done:
+            committed = dict(episode.committed) if episode.committed is not None else None
+            plan.record_done(
+                batch_index, episode_index,
+                EpisodeRecord(bool(episode.accepted), committed, episode.reset_submitted),
+            )
+    plan.finished_batches = {
+        index for index, batch in state.batches.items() if batch.finished is not None
+    }
     return plan
-
-
-def _read_episodes(plan: CollectionPlan, events: Sequence[Any]) -> None:
-    judged: dict[tuple[int, int], bool] = {}
-    committed: dict[tuple[int, int], Mapping[str, Any]] = {}
-    for event in events:
-        p = event.payload
-        if event.type == "EpisodeStarted":
-            key = (int(p["batch_index"]), int(p["episode_index"]))
-            judged.pop(key, None)
-            committed.pop(key, None)
-            plan.done.pop(key, None)
-        elif event.type == "EpisodeJudged":
-            judged[(int(p["batch_index"]), int(p["episode_index"]))] = bool(p["accepted"])
-        elif event.type in ("TrajectoryCommitted", "TrajectoryDiscarded"):
-            key = (int(p["batch_index"]), int(p["episode_index"]))
-            receipt = dict(p) if event.type == "TrajectoryCommitted" else None
-            plan.done[key] = EpisodeRecord(judged.get(key, False), receipt, False)
-        elif event.type == "ResetSubmitted":
-            key = (int(p["batch_index"]), int(p["episode_index"]))
-            if key in plan.done:
-                record = plan.done[key]
-                plan.done[key] = EpisodeRecord(record.accepted, record.committed, True)
-        elif event.type == "BatchFinished":
-            plan.finished_batches.add(int(p["batch_index"]))

@@ -37,7 +37,7 @@ class PreparationResult:
 
 def write_report(store: Any, run_id: str, output: Path) -> Path:
     path = output / REPORT_NAME
-    write_json_atomic(path, preparation_report(store.read(run_id)))
+    write_json_atomic(path, preparation_report(store.iter_events(run_id)))
     return path
 
 

@@ -35,12 +35,6 @@ class EventLike(Protocol):
     recorded_at: Any
 
 
-class ReadableStore(Protocol):
-    def list_runs(self) -> Sequence[Any]: ...
-
-    def read(self, run_id: str, *, after_seq: int = 0) -> Sequence[Any]: ...
-
-
 def event_time(event: EventLike) -> str | None:
     """The recorded time as ISO-8601 text, whatever type the store hands back."""
     value = event.recorded_at
@@ -152,17 +146,29 @@ def _asset_entry(table: dict[tuple[str, str], dict[str, Any]], asset_id: str, sh
 
 def _audit_run(
     run_id: str,
-    events: Sequence[EventLike],
+    events: Iterable[EventLike],
     assets: dict[tuple[str, str], dict[str, Any]],
     unprepared: dict[tuple[str, str], dict[str, Any]],
 ) -> None:
+    """One pass over one run's log (streamed: nothing per done episode is kept)."""
     # candidate_id → identity, per role, as prepared in this run.
     identity_of: dict[tuple[str, str], tuple[str, str]] = {}
     by_asset_id: dict[tuple[str, str], tuple[str, str]] = {}
     batch_assets: dict[int, dict[str, tuple[str, str]]] = {}
+    judged: dict[tuple[int, int], bool] = {}  # open episodes: judged accepted?
+    done: dict[int, list[int]] = {}  # batch -> [attempted, accepted] over done episodes
     for event in events:
         p = event.payload
-        if event.type == "CandidatePrepared":
+        if event.type == "EpisodeStarted":
+            judged.pop(episode_key(p), None)
+        elif event.type == "EpisodeJudged":
+            judged[episode_key(p)] = bool(p["accepted"])
+        elif event.type in ("TrajectoryCommitted", "TrajectoryDiscarded"):
+            key = episode_key(p)
+            counts = done.setdefault(key[0], [0, 0])
+            counts[0] += 1
+            counts[1] += int(judged.pop(key, False))
+        elif event.type == "CandidatePrepared":
             ident = (str(p["asset_id"]), str(p["content_sha256"]))
             identity_of[(p["role"], p["candidate_id"])] = ident
             by_asset_id[(p["role"], ident[0])] = ident
@@ -215,43 +221,64 @@ def _audit_run(
                         "seq": event.seq,
                     }
                 )
-    for (batch_index, _episode), outcome in episode_outcomes(events).items():
+    for batch_index, (attempted, accepted) in done.items():
         for ident in batch_assets.get(batch_index, {}).values():
             entry = _asset_entry(assets, *ident)
-            entry["episodes_attempted"] += 1
-            entry["episodes_accepted"] += int(outcome["accepted"])
+            entry["episodes_attempted"] += attempted
+            entry["episodes_accepted"] += accepted
+
+
+class _Audit:
+    """The audit accumulated run by run, so only one run's log is in flight at a time."""
+
+    def __init__(self) -> None:
+        self.assets: dict[tuple[str, str], dict[str, Any]] = {}
+        self.unprepared: dict[tuple[str, str], dict[str, Any]] = {}
+        self.runs: list[dict[str, Any]] = []
+
+    def add(self, run_id: str, summary: dict[str, Any], events: Iterable[EventLike]) -> None:
+        self.runs.append(summary)
+        _audit_run(run_id, events, self.assets, self.unprepared)
+
+    def report(self) -> dict[str, Any]:
+        asset_rows = []
+        for key in sorted(self.assets):
+            entry = self.assets[key]
+            entry["roles"] = sorted(entry["roles"])
+            entry["prepared_for_roles"] = sorted(entry["prepared_for_roles"])
+            entry["runs"] = sorted(entry["runs"])
+            entry["prepared_in_runs"] = sorted(entry["prepared_in_runs"])
+            entry["batches"].sort(key=lambda b: (b["run_id"], b["batch_index"], b["role"]))
+            asset_rows.append(entry)
+        return {
+            "schema_version": AUDIT_SCHEMA_VERSION,
+            "runs": self.runs,
+            "assets": asset_rows,
+            "unprepared_candidates": [self.unprepared[k] for k in sorted(self.unprepared)],
+        }
 
 
 def audit_logs(logs: Mapping[str, Sequence[EventLike]]) -> dict[str, Any]:
     """The audit of several runs' event logs (``run_id`` → events in seq order)."""
-    assets: dict[tuple[str, str], dict[str, Any]] = {}
-    unprepared: dict[tuple[str, str], dict[str, Any]] = {}
-    runs = []
+    accumulated = _Audit()
     for run_id in sorted(logs):
-        events = logs[run_id]
-        runs.append(run_summary(run_id, events))
-        _audit_run(run_id, events, assets, unprepared)
-    asset_rows = []
-    for key in sorted(assets):
-        entry = assets[key]
-        entry["roles"] = sorted(entry["roles"])
-        entry["prepared_for_roles"] = sorted(entry["prepared_for_roles"])
-        entry["runs"] = sorted(entry["runs"])
-        entry["prepared_in_runs"] = sorted(entry["prepared_in_runs"])
-        entry["batches"].sort(key=lambda b: (b["run_id"], b["batch_index"], b["role"]))
-        asset_rows.append(entry)
-    return {
-        "schema_version": AUDIT_SCHEMA_VERSION,
-        "runs": runs,
-        "assets": asset_rows,
-        "unprepared_candidates": [unprepared[k] for k in sorted(unprepared)],
-    }
+        accumulated.add(run_id, run_summary(run_id, logs[run_id]), logs[run_id])
+    return accumulated.report()
+
+
+class ReadableStore(Protocol):
+    def run_ids(self) -> Sequence[str]: ...
+
+    def iter_events(self, run_id: str, *, after_seq: int = 0) -> Iterable[Any]: ...
+
+    def project(self, run_id: str, kind: str) -> Any: ...
 
 
 def audit(store: ReadableStore) -> dict[str, Any]:
-    """Audit every run in ``store`` (reads the logs, then the pure :func:`audit_logs`)."""
-    logs = {}
-    for summary in store.list_runs():
-        run_id = summary if isinstance(summary, str) else summary.run_id
-        logs[run_id] = store.read(run_id)
-    return audit_logs(logs)
+    """Audit every run in ``store``: each run's summary from its snapshotted digest, its
+    asset facts from one streamed pass over its log (memory: the answer, not the logs)."""
+    accumulated = _Audit()
+    for run_id in sorted(store.run_ids()):
+        summary = store.project(run_id, "digest").summary(run_id)
+        accumulated.add(run_id, summary, store.iter_events(run_id))
+    return accumulated.report()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from domain.events import validate_payload
 from domain.state import fold
 from store.projections.audit import audit, audit_logs, episode_outcomes, run_summary
+from store.projections.run_digest import RunDigest
 from store.records import RecordedEvent
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -153,6 +155,19 @@ class FakeStore:
 
     def read(self, run_id: str, *, after_seq: int = 0) -> list[RecordedEvent]:
         return [e for e in self.logs[run_id] if e.seq > after_seq]
+
+    def run_ids(self) -> list[str]:
+        return list(self.logs)
+
+    def iter_events(self, run_id: str, *, after_seq: int = 0) -> Iterator[RecordedEvent]:
+        yield from self.read(run_id, after_seq=after_seq)
+
+    def project(self, run_id: str, kind: str) -> RunDigest:
+        assert kind == "digest"
+        digest = RunDigest()
+        for event in self.logs[run_id]:
+            digest.apply(event)
+        return digest
 
 
 def test_synthetic_logs_are_legal_for_the_fold() -> None:

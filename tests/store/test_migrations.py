@@ -102,3 +102,11 @@ def _store_only(metadata: sa.MetaData) -> sa.MetaData:
     for name in ("runs", "events", "leases", "snapshots"):
         metadata.tables[name].to_metadata(only)
     return only
+
+
+def test_head_revision_read_from_the_files_is_alembics() -> None:
+    from alembic.script import ScriptDirectory
+
+    from store.admin import alembic_config
+
+    assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()

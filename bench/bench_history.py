@@ -1,0 +1,299 @@
+"""History that does not slow down: `runs`, `show`, `forensics` and resume at 10k, 100k, 1M events.
+
+One real prepared run (the demo catalog, 4 batches, real deployments) is extended with a
+synthetic but legal collection history (``--no-record`` style episodes with realistic check
+payloads) appended through the store's own ``append`` in large transactions, so snapshots
+are written exactly as a long collection writes them. Databases are cached under
+``/tmp/assetcast-bench-history-v<GENERATOR_VERSION>/``.
+
+Each figure is measured in a fresh subprocess (nothing cached in memory): the command's own
+time after imports, its wall time including interpreter start-up, and its peak RSS. Resume
+is timed from the ``resume()`` call to the environment factory being called (the child
+exits there). Goals at 1M events: runs < 0.3 s, show/forensics < 1 s, resume < 2 s, peak
+memory < 300 MB, and flat growth. Then read-only start-up wall time vs ``python -c pass``
+(goal < 0.4 s more).
+
+``--sizes 10000,100000`` limits the sizes (the default is all three).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+GENERATOR_VERSION = 1
+CACHE = Path(f"/tmp/assetcast-bench-history-v{GENERATOR_VERSION}")
+SIZES = (10_000, 100_000, 1_000_000)
+APPEND_CHUNK = 5_000
+EPISODES_PER_BATCH = 10**6  # the last batch never fills up: one episode is always pending
+
+
+def _quiet() -> None:
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+def _checks(passed: bool) -> list[dict]:
+    names = ("at_rest", "upright", "on_table", "no_penetration")
+    return [
+        {"name": n, "status": "passed" if passed else "failed", "detail": "",
+         "metrics": {"speed_m_s": 0.0012, "tilt_deg": 0.4}}
+        for n in names
+    ]
+
+
+def _episode(b: int, e: int) -> list[tuple[str, dict]]:
+    k = {"batch_index": b, "episode_index": e}
+    accepted = e % 4 != 0
+    return [
+        ("EpisodeStarted", {**k, "seed": (b * 7919 + e) % 2**32}),
+        ("InitialChecked", {**k, "passed": True, "checks": _checks(True)}),
+        ("EpisodeExecuted", {**k, "completed": True, "steps": 812, "detail": "",
+                             "skills": [{"skill": "pick", "object": "item", "completed": True},
+                                        {"skill": "place", "object": "item",
+                                         "completed": True}]}),
+        ("EpisodeJudged", {**k, "accepted": accepted, "reason": (
+            "accepted" if accepted else "final_checks_failed"),
+            "checks": [{"name": "inside_region", "status": "passed" if accepted else "failed",
+                        "detail": "", "metrics": {"margin_m": 0.004}}]}),
+        ("TrajectoryDiscarded", {**k, "reason": (
+            "recording_disabled" if accepted else "final_checks_failed")}),
+        ("ResetSubmitted", dict(k)),
+    ]
+
+
+def _base(root: Path) -> tuple[Path, str]:
+    """A real prepared run (demo catalog, 4 deployments): its DB file and run id."""
+    marker = root / "base.json"
+    if marker.exists():
+        info = json.loads(marker.read_text())
+        return Path(info["db"]), info["run_id"]
+    from domain.config import CollectionConfig
+    from runtime.assets.demo_catalog import write_demo_catalog
+    from runtime.assets.providers import DirectoryAssetProvider
+    from runtime.prepare import prepare
+    from store import EventStore
+
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    write_demo_catalog(root / "catalog")
+    provider = DirectoryAssetProvider(root / "catalog")
+    db = root / "base.db"
+    with EventStore(f"sqlite:///{db}") as store:
+        result = prepare(
+            REPO / "runtime" / "demo" / "task.yaml", {"item": provider, "bin": provider},
+            cfg=CollectionConfig(seed=0, max_batches=4, episodes_per_batch=EPISODES_PER_BATCH),
+            output_dir=root / "run", store=store,
+        )
+    marker.write_text(json.dumps({"db": str(db), "run_id": result.run_id}))
+    return db, result.run_id
+
+
+def _build(size: int) -> tuple[Path, str, float]:
+    """The DB with ``size`` events in the run (cached); returns path, run id, build seconds."""
+    base_db, run_id = _base(CACHE)
+    db = CACHE / f"events-{size}.db"
+    if db.exists():
+        return db, run_id, 0.0
+    from store import EventStore, NewEvent
+
+    started = time.perf_counter()
+    tmp = db.with_suffix(".tmp")
+    shutil.copy(base_db, tmp)
+    with EventStore(f"sqlite:///{tmp}") as store:
+        version = store.state(run_id).version
+        batches = sorted(store.state(run_id).batches)
+        pending: list[NewEvent] = [
+            NewEvent("CollectionStarted", {
+                "session_id": "bench0000001", "host": "bench", "pid": 1,
+                "episodes_per_batch": EPISODES_PER_BATCH, "record_trajectory": False,
+                "recording_dir": None,
+            }),
+            NewEvent("EnvironmentBuilt", {
+                "session_id": "bench0000001", "batch_index": batches[0], "constructions": 1,
+            }),
+        ]
+        state = store.state(run_id)
+        per_batch = max(1, (size - version) // 6 // len(batches))
+        remaining = size - version - len(pending)
+
+        def flush() -> None:
+            nonlocal version
+            version = store.append(run_id, pending, expected_version=version)
+            pending.clear()
+
+        for position, b in enumerate(batches):
+            batch = state.batches[b]
+            pending.append(NewEvent("BatchStarted", {
+                "batch_index": b, "asset_set_id": batch.asset_set_id, "seed": batch.seed,
+                "deployment_path": batch.deployment["deployment_path"],
+            }))
+            remaining -= 1
+            last = position == len(batches) - 1
+            e = 0
+            while (remaining >= 6 + (0 if last else 1)) and (last or e < per_batch):
+                for event_type, payload in _episode(b, e):
+                    pending.append(NewEvent(event_type, payload))
+                remaining -= 6
+                e += 1
+                if len(pending) >= APPEND_CHUNK:
+                    flush()
+            if not last:
+                pending.append(NewEvent("BatchFinished", {
+                    "batch_index": b, "accepted": 0, "attempted": e,
+                }))
+                remaining -= 1
+        if pending:
+            flush()
+    os.replace(tmp, db)
+    return db, run_id, time.perf_counter() - started
+
+
+# -- children (fresh processes) ---------------------------------------------------------
+
+def _child_cli(argv: list[str]) -> None:
+    _quiet()
+    from runtime.cli.entry_point import main
+
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the child
+    sys.stdout = devnull
+    started = time.perf_counter()
+    code = main(argv)
+    elapsed = time.perf_counter() - started
+    sys.stdout = sys.__stdout__
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": elapsed, "peak_mb": peak, "code": code}))
+
+
+def _child_resume(db: str, run_id: str) -> None:
+    _quiet()
+    from runtime.resume import resume
+    from store import EventStore
+
+    store = EventStore(f"sqlite:///{db}")
+    started = time.perf_counter()
+
+    def factory(deployment_dir: Path, *, seed: int, settle_steps: int) -> object:
+        elapsed = time.perf_counter() - started
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps({"seconds": elapsed, "peak_mb": peak, "code": 0}), flush=True)
+        os._exit(0)
+
+    resume(run_id, store=store, environment_factory=factory, progress=False)
+    raise SystemExit("resume finished without calling the environment factory")
+
+
+def _run_child(args: list[str]) -> dict:
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, cwd=REPO,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"child {args} failed: {proc.stderr[-2000:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["wall"] = wall
+    return result
+
+
+def _measure(db: Path, run_id: str) -> dict[str, dict]:
+    url = f"sqlite:///{db}"
+    figures = {
+        "runs": _run_child(["--child-cli", "runs", "--db", url]),
+        "show": _run_child(["--child-cli", "show", run_id, "--db", url]),
+        "forensics": _run_child(["--child-cli", "forensics", run_id, "--db", url]),
+    }
+    copy = db.with_name(db.stem + "-resume.db")
+    shutil.copy(db, copy)
+    try:
+        figures["resume"] = _run_child(["--child-resume", str(copy), run_id])
+    finally:
+        copy.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(str(copy) + suffix).unlink(missing_ok=True)
+    return figures
+
+
+def _startup(db: Path) -> None:
+    url = f"sqlite:///{db}"
+    python = [sys.executable, "-c", "pass"]
+    cli = [sys.executable, "-m", "runtime.cli", "runs", "--db", url]
+    times: dict[str, list[float]] = {"python -c pass": [], "assetcast runs": []}
+    for _ in range(5):
+        for label, argv in (("python -c pass", python), ("assetcast runs", cli)):
+            started = time.perf_counter()
+            subprocess.run(argv, cwd=REPO, capture_output=True, check=True)
+            times[label].append(time.perf_counter() - started)
+    base = statistics.median(times["python -c pass"])
+    cli_wall = statistics.median(times["assetcast runs"])
+    print(f"start-up (median of 5): python -c pass {base:.3f} s, `assetcast runs` on a small DB "
+          f"{cli_wall:.3f} s: +{cli_wall - base:.3f} s (goal < 0.4 s)")
+    probe = (
+        "import sys; from runtime.cli.entry_point import main; "
+        f"main(['runs', '--db', {url!r}]); "
+        "print(sorted(m for m in ('torch', 'mujoco', 'trimesh') if m in sys.modules), "
+        "file=sys.stderr)"
+    )
+    heavy = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                           text=True, check=True).stderr.strip().splitlines()[-1]
+    print(f"heavy modules imported by `runs`: {heavy}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
+    parser.add_argument("--child-cli", nargs=argparse.REMAINDER)
+    parser.add_argument("--child-resume", nargs=2)
+    args = parser.parse_args()
+    if args.child_cli:
+        _child_cli(args.child_cli)
+        return
+    if args.child_resume:
+        _child_resume(*args.child_resume)
+        return
+    _quiet()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    for size in sizes:
+        db, run_id, built = _build(size)
+        mb = db.stat().st_size / 1e6
+        note = f"built in {built:.1f} s" if built else "cached"
+        print(f"{size:>9} events: {db} ({mb:.0f} MB, {note})", flush=True)
+        rows.append((size, _measure(db, run_id)))
+    print()
+    print(f"{'events':>9} | {'command':<9} | {'own s':>7} | {'wall s':>7} | {'peak MB':>8}")
+    for size, figures in rows:
+        for name, f in figures.items():
+            print(f"{size:>9} | {name:<9} | {f['seconds']:7.3f} | {f['wall']:7.3f} | "
+                  f"{f['peak_mb']:8.0f}")
+    biggest = rows[-1][1]
+    goals = {"runs": 0.3, "show": 1.0, "forensics": 1.0, "resume": 2.0}
+    verdicts = [
+        f"{name} {biggest[name]['seconds']:.3f} s "
+        f"({'ok' if biggest[name]['seconds'] < goal else 'MISSED'} < {goal} s)"
+        for name, goal in goals.items()
+    ]
+    peak = max(f["peak_mb"] for f in biggest.values())
+    verdicts.append(f"peak {peak:.0f} MB ({'ok' if peak < 300 else 'MISSED'} < 300 MB)")
+    print(f"at {rows[-1][0]} events: " + "; ".join(verdicts))
+    print()
+    _startup(_build(sizes[0])[0])
+
+
+if __name__ == "__main__":
+    main()
