@@ -487,9 +487,15 @@ class AssetCandidate:
 
 @dataclass(frozen=True)
 class PreparationContext:
-    """Where prepared snapshots live (``<cache_dir>/<content_sha256>/``)."""
+    """Where prepared snapshots live (``<cache_dir>/<content_sha256>/``).
+
+    ``batched_sync``: a snapshot's files are written without one fsync each and made durable
+    by one file-system sync before its rename; the rename itself becomes durable only when
+    the caller syncs the cache folder, which it must do before logging the snapshot.
+    """
 
     cache_dir: str
+    batched_sync: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,6 +43,7 @@ from runtime.assets.snapshot import (
     verify_prepared_asset,
 )
 from runtime.files import fsync_directory, fsync_tree
+from runtime.syncfs import make_tree_durable
 
 log = structlog.get_logger(__name__)
 
@@ -50,12 +51,13 @@ BOUNDS_TOLERANCE_M = 1e-6
 TMP_PREFIX = ".tmp-"
 
 
-def _write_file(path: Path, data: bytes) -> None:
+def _write_file(path: Path, data: bytes, *, sync: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as handle:
         handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+        if sync:
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def _check_bounds(descriptor: AssetDescriptor, bounds: np.ndarray, label: str) -> None:
@@ -93,9 +95,11 @@ def _build(
     candidate_id: str,
     locator: str,
     final: Path,
+    batched_sync: bool = False,
 ) -> PreparedAsset:
+    sync = not batched_sync
     for rel, payload in data.items():
-        _write_file(tmp / rel, payload)
+        _write_file(tmp / rel, payload, sync=sync)
     entries = [manifest.visual_path]
     if manifest.collision_path:
         entries.append(manifest.collision_path)
@@ -118,7 +122,7 @@ def _build(
     for index, piece in enumerate(pieces):
         rel = f"{COLLISION_DIR}/piece_{index:03d}.obj"
         payload = obj_bytes(piece.vertices, piece.faces, comment=f"assetcast convex piece {index}")
-        _write_file(tmp / rel, payload)
+        _write_file(tmp / rel, payload, sync=sync)
         derived[rel] = sha256_hex(payload)
         names.append(rel)
     asset = PreparedAsset(
@@ -133,10 +137,13 @@ def _build(
         derived_files=derived,
         source_locator=locator,
     )
-    _write_file(tmp / ".assetcast" / "snapshot.json", snapshot_bytes(asset))
-    # Every folder (``.assetcast/`` holds snapshot.json and ``collision/``); the files
-    # were fsynced as they were written.
-    fsync_tree(tmp, files=False)
+    _write_file(tmp / ".assetcast" / "snapshot.json", snapshot_bytes(asset), sync=sync)
+    if batched_sync:
+        make_tree_durable(tmp)  # one file-system sync instead of one fsync per entry
+    else:
+        # Every folder (``.assetcast/`` holds snapshot.json and ``collision/``); the files
+        # were fsynced as they were written.
+        fsync_tree(tmp, files=False)
     log.debug("asset_collision_pieces", asset_id=asset.asset_id, method=method, pieces=len(names))
     return asset
 
@@ -167,6 +174,7 @@ def prepare_package(
         asset = _build(
             tmp, package_dir, data, digests, manifest,
             candidate_id=candidate_id, locator=locator, final=final,
+            batched_sync=context.batched_sync,
         )
         try:
             os.rename(tmp, final)
@@ -176,7 +184,8 @@ def prepare_package(
             # Another preparer won the race with the same content: use theirs.
             shutil.rmtree(tmp, ignore_errors=True)
             return _reuse(final)
-        fsync_directory(cache_dir)
+        if not context.batched_sync:  # else the caller syncs the folder before logging it
+            fsync_directory(cache_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -31,6 +31,7 @@ from runtime.preparation.candidates import listing_query
 from runtime.preparation.errors import NondeterministicResume, PreparationFailed
 from runtime.preparation.ledger import Ledger
 from runtime.preparation.logged_progress import LoggedProgress
+from runtime.preparation.parallel import MaterializerPool
 from runtime.preparation.role_preparer import RolePreparer
 
 log = structlog.get_logger(__name__)
@@ -79,17 +80,19 @@ class PreparationJob:
     def pools(self) -> dict[str, list[PreparedAsset]]:
         context = PreparationContext(str(self.output / CACHE_NAME))
         pools: dict[str, list[PreparedAsset]] = {}
-        for role in sorted(self.requirements.roles):
-            pools[role] = RolePreparer(
-                self.ledger,
-                self.progress,
-                role,
-                self.providers[role],
-                listing_query(self.requirements, role),
-                self.cfg.candidates_per_role,
-                context,
-            ).run()
-            log.info("prepare.role_ready", role=role, prepared=len(pools[role]))
+        with MaterializerPool() as workers:  # one set of worker processes for every role
+            for role in sorted(self.requirements.roles):
+                pools[role] = RolePreparer(
+                    self.ledger,
+                    self.progress,
+                    role,
+                    self.providers[role],
+                    listing_query(self.requirements, role),
+                    self.cfg.candidates_per_role,
+                    context,
+                    workers,
+                ).run()
+                log.info("prepare.role_ready", role=role, prepared=len(pools[role]))
         return pools
 
     def batch(self, batch_index: int, pools: Mapping[str, Sequence[PreparedAsset]]) -> Deployment:

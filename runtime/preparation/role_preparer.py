@@ -4,6 +4,7 @@ facts the log does not hold yet."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from domain.assets import (
@@ -13,10 +14,11 @@ from domain.assets import (
     PreparationContext,
     PreparedAsset,
 )
-from runtime.preparation.candidates import list_candidates, materialize_candidate, reuse_snapshot
+from runtime.preparation.candidates import list_candidates, reuse_snapshot
 from runtime.preparation.errors import ProviderMisbehaved
 from runtime.preparation.ledger import Ledger
 from runtime.preparation.logged_progress import LoggedProgress
+from runtime.preparation.parallel import MaterializerPool, Outcome
 
 
 class RolePreparer:
@@ -31,9 +33,11 @@ class RolePreparer:
         query: AssetQuery,
         limit: int,
         context: PreparationContext,
+        pool: MaterializerPool | None = None,
     ) -> None:
         self.ledger, self.progress, self.role = ledger, progress, role
         self.provider, self.query, self.limit, self.context = provider, query, limit, context
+        self.pool = pool
         self._relisted: dict[str, AssetCandidate] | None = None
 
     def run(self) -> list[PreparedAsset]:
@@ -60,22 +64,74 @@ class RolePreparer:
                     "candidate_ids": logged,
                 },
             )
-        pool: list[PreparedAsset] = []
+        slots: list[PreparedAsset | None] = [None] * len(logged)
+        pending: list[tuple[int, str, dict[str, Any] | None]] = []
         outcomes = self.progress.outcomes.get(self.role, {})
-        for candidate_id in logged:
+        for index, candidate_id in enumerate(logged):
             previous = outcomes.get(candidate_id)
             if previous is not None and previous[0] == "rejected":
                 continue
             if previous is not None:
                 reused = reuse_snapshot(previous[1])
                 if reused is not None:
-                    pool.append(reused)
+                    slots[index] = reused
                     continue
-            self.ledger.heartbeat()
-            prepared = self._prepare(candidate_id, previous[1] if previous else None)
-            if prepared is not None:
-                pool.append(prepared)
-        return pool
+            pending.append((index, candidate_id, previous[1] if previous else None))
+        for (index, candidate_id, logged_payload), outcome in zip(
+            pending, self._outcomes([candidate_id for _, candidate_id, _ in pending]),
+            strict=True,
+        ):
+            slots[index] = self._record(candidate_id, outcome, logged_payload)
+        return [asset for asset in slots if asset is not None]
+
+    def _outcomes(self, candidate_ids: list[str]) -> Iterator[Outcome]:
+        """Each pending candidate's outcome, in order: a lookup failure at once, the rest
+        materialized (by the pool when there is one), durable by the time it is yielded."""
+        lookups: list[AssetCandidate | Outcome] = []
+        for candidate_id in candidate_ids:
+            try:
+                lookups.append(self._candidate(candidate_id))
+            except Exception as error:  # noqa: BLE001 - recorded as a rejection
+                lookups.append((type(error).__name__, str(error)))
+        wanted = [c for c in lookups if isinstance(c, AssetCandidate)]
+        pool = self.pool or MaterializerPool()
+        try:
+            chunks = pool.materialize(
+                self.provider, wanted, self.context, on_result=self.ledger.heartbeat
+            )
+            materialized: Iterator[Outcome] = (o for chunk in chunks for o in chunk)
+            for lookup in lookups:
+                yield next(materialized) if isinstance(lookup, AssetCandidate) else lookup
+        finally:
+            if pool is not self.pool:
+                pool.close()
+
+    def _record(
+        self, candidate_id: str, outcome: Outcome, logged: dict[str, Any] | None
+    ) -> PreparedAsset | None:
+        if not isinstance(outcome, PreparedAsset):
+            error_type, detail = outcome
+            self.ledger.emit(
+                "CandidateRejected",
+                {
+                    "role": self.role,
+                    "candidate_id": candidate_id,
+                    "stage": "materialize",
+                    "error_type": error_type,
+                    "detail": detail,
+                },
+            )
+            return None
+        payload = {
+            "role": self.role,
+            "candidate_id": candidate_id,
+            "asset_id": outcome.asset_id,
+            "content_sha256": outcome.content_sha256,
+            "snapshot_dir": str(outcome.snapshot_dir),
+        }
+        if payload != logged:  # a repaired snapshot with identical facts needs no new event
+            self.ledger.emit("CandidatePrepared", payload)
+        return outcome
 
     def _candidate(self, candidate_id: str) -> AssetCandidate:
         """The candidate object of a logged id; on resume the provider lists again."""
@@ -89,31 +145,3 @@ class RolePreparer:
                 f"candidate {candidate_id!r} is no longer listed by the provider"
             )
         return self._relisted[candidate_id]
-
-    def _prepare(self, candidate_id: str, logged: dict[str, Any] | None) -> PreparedAsset | None:
-        try:
-            prepared = materialize_candidate(
-                self.provider, self._candidate(candidate_id), self.context
-            )
-        except Exception as error:
-            self.ledger.emit(
-                "CandidateRejected",
-                {
-                    "role": self.role,
-                    "candidate_id": candidate_id,
-                    "stage": "materialize",
-                    "error_type": type(error).__name__,
-                    "detail": str(error),
-                },
-            )
-            return None
-        payload = {
-            "role": self.role,
-            "candidate_id": candidate_id,
-            "asset_id": prepared.asset_id,
-            "content_sha256": prepared.content_sha256,
-            "snapshot_dir": str(prepared.snapshot_dir),
-        }
-        if payload != logged:  # a repaired snapshot with identical facts needs no new event
-            self.ledger.emit("CandidatePrepared", payload)
-        return prepared

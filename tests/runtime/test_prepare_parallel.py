@@ -1,0 +1,102 @@
+"""Preparing candidates on a process pool logs exactly what a serial preparation logs, in the
+same order, and every snapshot it claims is complete on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from domain.config import CollectionConfig
+from runtime.assets.demo_catalog import write_demo_catalog
+from runtime.assets.providers import DirectoryAssetProvider
+from runtime.assets.snapshot import read_snapshot, verify_prepared_asset
+from runtime.deployment import validate_deployment
+from runtime.preparation.parallel import WORKERS_ENV, MaterializerPool, worker_count
+from runtime.prepare import prepare
+from store import InMemoryEventStore
+
+DEMO_TASK = Path(__file__).resolve().parents[2] / "runtime" / "demo" / "task.yaml"
+VOLATILE = ("session_id", "host", "pid", "run_id", "task_path", "output_dir")
+
+
+def _facts(store: Any, run_id: str, output: Path) -> list[tuple[str, dict]]:
+    """Every event with what differs between two runs by construction taken out (ids,
+    process identity, the output folder's own path)."""
+    facts = []
+    for event in store.read(run_id):
+        payload = {k: v for k, v in event.payload.items() if k not in VOLATILE}
+        for key in ("snapshot_dir", "deployment_path"):
+            if key in payload:
+                payload[key] = str(Path(payload[key]).relative_to(output))
+        facts.append((event.type, payload))
+    return facts
+
+
+def _prepare(tmp_path: Path, catalog: Path, name: str, workers: str,
+             monkeypatch: pytest.MonkeyPatch) -> tuple[list, Path, Any]:
+    monkeypatch.setenv(WORKERS_ENV, workers)
+    store = InMemoryEventStore()
+    provider = DirectoryAssetProvider(catalog)
+    output = tmp_path / name
+    result = prepare(
+        DEMO_TASK, {"item": provider, "bin": provider}, cfg=CollectionConfig(max_batches=3),
+        output_dir=output, store=store,
+    )
+    return _facts(store, result.run_id, output), output, result
+
+
+def test_pool_and_serial_log_the_same_facts_in_the_same_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog = tmp_path / "catalog"
+    write_demo_catalog(catalog)
+    serial, _, serial_result = _prepare(tmp_path, catalog, "serial", "1", monkeypatch)
+    pooled, output, pooled_result = _prepare(tmp_path, catalog, "pooled", "2", monkeypatch)
+    assert pooled == serial
+    prepared = [p for t, p in pooled if t == "CandidatePrepared"]
+    assert len(prepared) > 10
+    for payload in prepared:  # every claimed snapshot is whole and verifies
+        verify_prepared_asset(read_snapshot(output / payload["snapshot_dir"]))
+    assert [d.manifest_sha256 for d in pooled_result.deployments] == [
+        d.manifest_sha256 for d in serial_result.deployments
+    ]
+    for deployment in pooled_result.deployments:
+        validate_deployment(deployment.path, expected_manifest_sha256=deployment.manifest_sha256)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_failing_materialization_is_a_rejection_in_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    monkeypatch.setenv(WORKERS_ENV, workers)
+    catalog = tmp_path / "catalog"
+    write_demo_catalog(catalog)
+    provider = DirectoryAssetProvider(catalog)
+    from domain.assets import AssetQuery, PreparationContext
+
+    candidates = list(provider.candidates(AssetQuery(None, {}, ()), 100))[:4]
+    broken = candidates[1].__class__(
+        candidates[1].candidate_id, str(tmp_path / "nowhere"), candidates[1].descriptor
+    )
+    with MaterializerPool() as pool:
+        chunks = list(pool.materialize(
+            provider, [candidates[0], broken, *candidates[2:]],
+            PreparationContext(str(tmp_path / "cache")),
+        ))
+    outcomes = [o for chunk in chunks for o in chunk]
+    assert [type(o).__name__ for o in outcomes] == [
+        "PreparedAsset", "tuple", "PreparedAsset", "PreparedAsset"
+    ]
+    assert outcomes[1][0] == "AssetValidationError"
+
+
+def test_worker_count_honours_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    assert worker_count(3) == 1  # too few to pay for starting workers
+    monkeypatch.setenv(WORKERS_ENV, "4")
+    assert worker_count(3) == 3
+    monkeypatch.setenv(WORKERS_ENV, "x")
+    with pytest.raises(ValueError, match=f"\\${WORKERS_ENV}: not an integer: 'x'"):
+        worker_count(3)
