@@ -50,6 +50,11 @@ class LeaseHeld(StoreError):
     """Another live session holds the run."""
 
 
+class SessionLost(StoreError):
+    """This session no longer holds the run's lease (another session took it over, so its
+    fencing token moved on): it must stop without publishing or appending anything."""
+
+
 class UnknownRun(AssetcastInputError, StoreError):
     """The named run does not exist in the store."""
 
