@@ -485,11 +485,22 @@ class AssetCandidate:
     listing_error: str | None = None
 
 
+class PublishFence(Protocol):
+    """The session that publishes a file: ``check`` raises (``SessionLost``) unless it still
+    holds the run's lease; ``tag`` names its temporary files so nobody else deletes them."""
+
+    tag: str
+
+    def check(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class PreparationContext:
-    """Where prepared snapshots live (``<cache_dir>/<content_sha256>/``)."""
+    """Where prepared snapshots live (``<cache_dir>/<content_sha256>/``), and the session
+    whose lease fences their publication (None outside a run, e.g. ``catalog check``)."""
 
     cache_dir: str
+    fence: PublishFence | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,7 +14,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,15 @@ from domain.errors import AssetcastInputError, AssetValidationError, DeploymentI
 from domain.matching import ResolvedAssetSet
 from domain.requirements import AssetRequirements
 from domain.task import PackageAsset, TaskSpec
-from runtime.files import file_sha256, fsync_directory, fsync_tree, report_text
+from runtime.files import (
+    Fence,
+    file_sha256,
+    fsync_directory,
+    fsync_tree,
+    remove_dead_temps,
+    report_text,
+    temp_name,
+)
 from runtime.taskfile import dump_task, load_task
 
 log = structlog.get_logger(__name__)
@@ -71,13 +79,12 @@ def temp_dirs_for(output_dir: Path) -> list[Path]:
     )
 
 
-def remove_temp_dirs(output_dir: Path) -> list[Path]:
-    """Delete every leftover temporary deployment directory; returns what was removed."""
-    removed = temp_dirs_for(Path(output_dir))
-    for path in removed:
-        shutil.rmtree(path)
-        log.info("deployment.temp_removed", path=str(path))
-    return removed
+def remove_temp_dirs(
+    output_dir: Path, is_dead: Callable[[str], bool] = lambda _owner: True
+) -> list[Path]:
+    """Delete the leftover temporary deployment folders whose writing session is provably
+    dead (``is_dead(session_id)``); returns what was removed."""
+    return remove_dead_temps(temp_dirs_for(Path(output_dir)), is_dead)
 
 
 def _walk_files(root: Path) -> dict[str, Path]:
@@ -149,12 +156,16 @@ def materialize_deployment(
     output_dir: str | Path,
     batch_index: int,
     task_path: str | Path | None = None,
+    fence: Fence | None = None,
 ) -> Deployment:
     """Write ``output_dir`` (``batch_NNNN``) atomically and return its sealed description.
 
     ``task`` is the task file or its parsed spec; with a spec, ``task_path`` locates the file so
     that relative package paths of non-role entities can be resolved. An existing
-    ``output_dir`` is replaced: callers only materialize batches the log says are not done.
+    ``output_dir`` is replaced (moved aside, then deleted): callers only materialize batches
+    the log says are not done. ``fence`` (the session) is checked right before the rename
+    that publishes the folder and names the temporary folders, so resume can tell whose
+    they are.
     """
     if isinstance(task, TaskSpec):
         if task_path is None:
@@ -165,7 +176,8 @@ def materialize_deployment(
         spec = load_task(source)
     target = Path(output_dir).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.parent / f".{target.name}{TEMP_MARKER}{secrets.token_hex(4)}"
+    stem = temp_name(f".{target.name}{TEMP_MARKER}", fence)
+    staging = target.parent / f"{stem}{secrets.token_hex(4)}"
     staging.mkdir()
     try:
         roles: dict[str, dict[str, str]] = {}
@@ -202,10 +214,14 @@ def materialize_deployment(
         manifest_bytes = report_text(manifest).encode("utf-8")
         (staging / MANIFEST_NAME).write_bytes(manifest_bytes)
         fsync_tree(staging)
+        if fence is not None:
+            fence.check()
+        aside = target.parent / f"{stem}old-{secrets.token_hex(4)}"
         if target.exists():
-            shutil.rmtree(target)
+            os.rename(target, aside)
         os.rename(staging, target)
         fsync_directory(target.parent)
+        shutil.rmtree(aside, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -19,7 +19,6 @@ a resumed one); the pieces they share live in ``runtime.preparation``.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from domain.canonical import sha256_hex
 from domain.config import CollectionConfig
 from domain.errors import AssetcastInputError, UnknownRun
 from runtime.deployment import remove_temp_dirs
+from runtime.files import remove_dead_temps
 from runtime.preparation.batch_job import CACHE_NAME, PreparationJob
 from runtime.preparation.candidates import listing_query
 from runtime.preparation.errors import PreparationFailed, ProviderContractError
@@ -50,7 +50,7 @@ from runtime.preparation.session_outcome import (
     drive,
     record_failure,
 )
-from runtime.session import LEASE_TTL_S, new_session_id, session_identity
+from runtime.session import Session, provably_dead, session_hosts
 from runtime.taskfile import load_task
 
 log = structlog.get_logger(__name__)
@@ -69,7 +69,7 @@ def prepare(
     store: Any,
     goal: str = "prepare",
     run_id: str | None = None,
-    lease_ttl_s: float = LEASE_TTL_S,
+    lease_ttl_s: float | None = None,
 ) -> PreparationResult:
     """Create a run and prepare its deployments; returns them in batch order.
 
@@ -96,7 +96,6 @@ def prepare(
     else:
         raise AssetcastInputError(f"run {run_id} already exists")
 
-    session_id = new_session_id()
     created = {
         "run_id": run_id,
         "goal": goal,
@@ -108,15 +107,20 @@ def prepare(
         "output_dir": str(output),
         "tool_version": tool_version(),
     }
-    ledger = Ledger(store, run_id, 0, None)
-    ledger.emit("RunCreated", created)
-    log.info("prepare.start", run_id=run_id, output_dir=str(output))
+    # The lease comes first, so even RunCreated is fenced by it.
+    session = Session.open(store, run_id, ttl_s=lease_ttl_s)
+    ledger = Ledger(store, run_id, 0, session)
+    try:
+        ledger.emit("RunCreated", created)
+    except BaseException:
+        ledger.release()
+        raise
+    log.info("prepare.start", run_id=run_id, output_dir=str(output), lease_token=session.token)
     job = PreparationJob(
         ledger, LoggedProgress(), spec, source, requirements, providers_by_role, cfg, output
     )
     try:
-        ledger.lease = store.acquire_lease(run_id, owner=session_id, ttl_s=lease_ttl_s)
-        ledger.emit("PreparationStarted", session_identity(session_id))
+        ledger.emit("PreparationStarted", session.identity())
     except BaseException as error:
         record_failure(ledger, output, error)
         ledger.release()
@@ -124,15 +128,21 @@ def prepare(
     return drive(job)
 
 
-def _remove_cache_temp_dirs(cache: Path) -> None:
-    """Snapshots half-built by the killed session; the cache never reuses them, but they
-    would sit in the output directory forever."""
+def _remove_dead_temps(output: Path, events: list[Any], own: str) -> None:
+    """Temporary deployment and snapshot folders of sessions that provably died (never a
+    stalled session's: it may still be writing; if it wakes up, its fence stops it and it
+    removes its own folder)."""
     from runtime.assets.cache import TMP_PREFIX
 
+    hosts = session_hosts(events)
+
+    def is_dead(owner: str) -> bool:
+        return provably_dead(owner, hosts, own)
+
+    remove_temp_dirs(output, is_dead)
+    cache = output / CACHE_NAME
     if cache.is_dir():
-        for leftover in sorted(cache.glob(f"{TMP_PREFIX}*")):
-            shutil.rmtree(leftover, ignore_errors=True)
-            log.info("prepare.cache_temp_removed", path=str(leftover))
+        remove_dead_temps(sorted(cache.glob(f"{TMP_PREFIX}*")), is_dead)
 
 
 def _rebuild_providers(descriptions: Mapping[str, Any]) -> dict[str, AssetProvider]:
@@ -146,7 +156,7 @@ def resume_preparation(
     *,
     store: Any,
     providers_by_role: Mapping[str, AssetProvider] | None = None,
-    lease_ttl_s: float = LEASE_TTL_S,
+    lease_ttl_s: float | None = None,
 ) -> PreparationResult:
     """Finish the preparation of a run killed (or failed) while preparing.
 
@@ -174,26 +184,27 @@ def resume_preparation(
     check_providers(providers_by_role, requirements)
     output = Path(created["output_dir"])
 
-    session_id = new_session_id()
-    lease = store.acquire_lease(run_id, owner=session_id, ttl_s=lease_ttl_s)
+    session = Session.open(store, run_id, ttl_s=lease_ttl_s)
     try:
         current = store.state(run_id)
-        ledger = Ledger(store, run_id, current.version, lease)
+        ledger = Ledger(store, run_id, current.version, session)
         ledger.emit(
             "RunResumed",
-            {**session_identity(session_id), "from_state": current.state, "to_state": PHASE},
+            {**session.identity(), "from_state": current.state, "to_state": PHASE},
         )
     except BaseException:
-        lease.release()
+        session.close()
         raise
-    log.info("prepare.resume", run_id=run_id, from_state=current.state)
-    progress = LoggedProgress.from_events(store.read(run_id))
+    log.info(
+        "prepare.resume", run_id=run_id, from_state=current.state, lease_token=session.token
+    )
+    events = store.read(run_id)
+    progress = LoggedProgress.from_events(events)
     job = PreparationJob(
         ledger, progress, spec, source, requirements, providers_by_role, cfg, output
     )
     try:
-        remove_temp_dirs(output)
-        _remove_cache_temp_dirs(output / CACHE_NAME)
+        _remove_dead_temps(output, events, session.session_id)
     except BaseException as error:
         record_failure(ledger, output, error)
         ledger.release()

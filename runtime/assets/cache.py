@@ -7,6 +7,12 @@ derived from it, and only a fully verified folder is renamed to
 ``<cache>/<content_sha256>``. A crash leaves at most a ``.tmp-*`` folder, never a
 half-written snapshot under a digest name.
 
+Publishing is fenced: right before the rename the temporary folder is verified again
+against the digests it will be published under (so a folder someone else emptied or
+altered is never published) and the session's lease is checked (so a session that was
+taken over publishes nothing). Temporary folders carry their session's
+``<session_id>.<token>``, so resume deletes only those of provably dead sessions.
+
 An existing snapshot with the same digest is re-verified and reused. If it fails
 verification it is *not* replaced or deleted: it is evidence of tampering or
 corruption, and the error says so; a person must remove it.
@@ -42,7 +48,7 @@ from runtime.assets.snapshot import (
     snapshot_bytes,
     verify_prepared_asset,
 )
-from runtime.files import fsync_directory, fsync_tree
+from runtime.files import fsync_directory, fsync_tree, temp_name
 
 log = structlog.get_logger(__name__)
 
@@ -141,6 +147,17 @@ def _build(
     return asset
 
 
+def _verify_staged(asset: PreparedAsset, tmp: Path) -> None:
+    """The temporary folder, re-read, is exactly the snapshot its name will claim."""
+    if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
+        raise AssetValidationError(f"{tmp}: content digest changed while it was prepared")
+    try:
+        verify_prepared_asset(asset, folder=tmp)
+    except AssetValidationError as exc:
+        exc.add_note(f"{tmp} was not published under {asset.content_sha256}")
+        raise
+
+
 def prepare_package(
     package_dir: str | Path, *, candidate_id: str, locator: str, context: PreparationContext
 ) -> PreparedAsset:
@@ -161,13 +178,17 @@ def prepare_package(
     final = cache_dir / content_sha256
     if final.exists():
         return _reuse(final)
-    tmp = cache_dir / f"{TMP_PREFIX}{content_sha256[:16]}-{uuid.uuid4().hex}"
+    fence = context.fence
+    tmp = cache_dir / f"{temp_name(TMP_PREFIX, fence)}{content_sha256[:16]}-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:
         asset = _build(
             tmp, package_dir, data, digests, manifest,
             candidate_id=candidate_id, locator=locator, final=final,
         )
+        _verify_staged(asset, tmp)
+        if fence is not None:
+            fence.check()
         try:
             os.rename(tmp, final)
         except OSError:

@@ -106,13 +106,18 @@ def _check_digests(folder: Path, recorded: dict[str, str], present: set[str], wh
             )
 
 
-def verify_prepared_asset(asset: PreparedAsset) -> None:
-    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift."""
-    folder = Path(asset.snapshot_dir)
+def verify_prepared_asset(asset: PreparedAsset, *, folder: Path | None = None) -> None:
+    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift.
+
+    ``folder`` verifies a copy that is not yet at ``asset.snapshot_dir`` (the cache checks
+    its temporary folder this way right before renaming it into place).
+    """
+    staged = folder is not None
+    folder = Path(asset.snapshot_dir) if folder is None else Path(folder)
     meta = folder / SNAPSHOT_RELPATH
     if not folder.is_dir() or folder.is_symlink():
         raise AssetValidationError(f"{folder}: snapshot folder does not exist")
-    if folder.name != asset.content_sha256:
+    if not staged and folder.name != asset.content_sha256:
         raise AssetValidationError(f"{folder}: folder name does not match content_sha256")
     try:
         on_disk = meta.read_bytes()

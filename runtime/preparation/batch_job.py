@@ -77,7 +77,7 @@ class PreparationJob:
     output: Path
 
     def pools(self) -> dict[str, list[PreparedAsset]]:
-        context = PreparationContext(str(self.output / CACHE_NAME))
+        context = PreparationContext(str(self.output / CACHE_NAME), fence=self.ledger.fence)
         pools: dict[str, list[PreparedAsset]] = {}
         for role in sorted(self.requirements.roles):
             pools[role] = RolePreparer(
@@ -130,6 +130,7 @@ class PreparationJob:
             output_dir=self.output / batch_dir_name(batch_index),
             batch_index=batch_index,
             task_path=self.task_path,
+            fence=self.ledger.fence,
         )
         if done is None:
             self.ledger.emit(

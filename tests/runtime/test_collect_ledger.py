@@ -36,14 +36,18 @@ class Watched:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def append(self, run_id: str, events: Any, *, expected_version: int) -> int:
+    def append(
+        self, run_id: str, events: Any, *, expected_version: int, fence: Any = None
+    ) -> int:
         self.appends.append((threading.current_thread().name, [e.type for e in events]))
         if self.on_append is not None:
             self.on_append()
         if self.fail_at is not None and len(self.appends) == self.fail_at[0]:
             raise self.fail_at[1]
         time.sleep(self.delay_s)
-        return self.inner.append(run_id, events, expected_version=expected_version)
+        return self.inner.append(
+            run_id, events, expected_version=expected_version, fence=fence
+        )
 
 
 def prepared(tmp_path: Path, catalog: Path, **kwargs: Any) -> tuple[Watched, str]:
@@ -114,14 +118,14 @@ def test_lease_heartbeat_keeps_the_lease_alive_while_the_writer_appends(
     store.delay_s = 0.25  # every append outlasts a third of the TTL
     expiries: list[bool] = []
     store.on_append = lambda: expiries.append(store.inner.lease_info(run_id).expires_at > utcnow())
-    session = CollectorSession.open(store.inner, run_id, ttl_s=0.4)
+    session = CollectorSession.open(store.inner, run_id, ttl_s=0.4, heartbeat_s=0.13)
     started = time.monotonic()
     try:
         run_collection(run_id, store=store, session=session, progress=False)
     finally:
         session.close()
     assert time.monotonic() - started > 1.0  # several TTLs long
-    assert session._lost is None
+    assert session.lost is None
     assert expiries and all(expiries)
     assert fold(run_id, store.inner.read(run_id)).state == "completed"
 
@@ -133,7 +137,9 @@ class Gate:
         self.open = threading.Event()
         self.entered: list[int] = []
 
-    def append(self, run_id: str, events: Any, *, expected_version: int) -> int:
+    def append(
+        self, run_id: str, events: Any, *, expected_version: int, fence: Any = None
+    ) -> int:
         self.entered.append(expected_version)
         assert self.open.wait(10)
         return expected_version + len(events)

@@ -167,9 +167,14 @@ def test_failed_materialization_leaves_nothing_behind(
             output_dir=out / "batch_0000", batch_index=0,
         )
     assert list(out.iterdir()) == []
-    (out / ".batch_0001.partial-abc").mkdir()
-    assert [p.name for p in remove_temp_dirs(out)] == [".batch_0001.partial-abc"]
-    assert list(out.iterdir()) == []
+    (out / ".batch_0001.partial-0123456789ab.3-abc").mkdir()  # a dead session's
+    (out / ".batch_0002.partial-ba9876543210.4-abc").mkdir()  # a live session's
+    (out / ".batch_0003.partial-abc").mkdir()  # nobody's: cannot be proven dead
+    removed = remove_temp_dirs(out, lambda owner: owner == "0123456789ab")
+    assert [p.name for p in removed] == [".batch_0001.partial-0123456789ab.3-abc"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".batch_0002.partial-ba9876543210.4-abc", ".batch_0003.partial-abc",
+    ]
 
 
 def test_manifest_role_edit_is_caught_without_the_recorded_digest(copy: Path) -> None:

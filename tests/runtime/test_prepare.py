@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -408,17 +410,30 @@ def test_resume_redoes_a_deleted_deployment_without_new_facts(
     )
     # A copy of the log that stops just before PreparationCompleted: a run killed there.
     copy = InMemoryEventStore()
-    events = [NewEvent(e.type, e.payload) for e in store.read(result.run_id)]
+    # Its session ran in a process that is gone now (a finished child's pid).
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    dead_pid = int(child.stdout)
+    events = [
+        NewEvent(e.type, {**e.payload, "pid": dead_pid} if e.type == "PreparationStarted"
+                 else e.payload)
+        for e in store.read(result.run_id)
+    ]
+    dead_session = events[1].payload["session_id"]
     created = NewEvent("RunCreated", {**events[0].payload, "run_id": "run-copy"})
     copy.append("run-copy", [created], expected_version=0)
     copy.append("run-copy", events[1:-1], expected_version=1)
     manifest_before = (out / "batch_0000" / "manifest.json").read_bytes()
     shutil.rmtree(out / "batch_0000")
-    (out / ".batch_0000.partial-dead").mkdir()
+    dead = out / f".batch_0000.partial-{dead_session}.1-dead"
+    unknown = out / ".batch_0000.partial-0123456789ab.7-alive"  # nobody the log knows
+    dead.mkdir()
+    unknown.mkdir()
 
     resumed = resume_preparation("run-copy", store=copy)
     assert (out / "batch_0000" / "manifest.json").read_bytes() == manifest_before
-    assert not (out / ".batch_0000.partial-dead").exists()
+    assert not dead.exists()
+    assert unknown.is_dir()  # could be a stalled writer's: never deleted
     # The logged DeploymentMaterialized still holds (same manifest digest): no new fact.
     assert types(copy, "run-copy")[-2:] == ["RunResumed", "PreparationCompleted"]
     assert resumed.deployments[0].asset_set_id == result.deployments[0].asset_set_id
