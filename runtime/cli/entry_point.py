@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from domain.errors import AssetcastError, AssetcastInputError, LeaseHeld
+from domain.errors import AssetcastError, AssetcastInputError, LeaseHeld, SessionLost
 from runtime.cli.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -54,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AssetcastInputError, LeaseHeld) as error:
         sys.stderr.write(f"{PROG}: error: {one_line(error)}\n")
         return EXIT_BAD_INPUT
+    except SessionLost as error:  # another session drives the run now; it recorded nothing
+        sys.stderr.write(f"{PROG}: stopped, this session lost the run: {one_line(error)}\n")
+        return EXIT_RUN_FAILED
     except AssetcastError as error:
         return _run_failed(args, error)
     except Exception as error:

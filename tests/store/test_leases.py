@@ -180,3 +180,39 @@ def _failed() -> dict:
         "phase": "preparing", "error_type": "X", "detail": "d", "traceback": "",
         "batch_index": None, "episode_index": None,
     }
+
+
+def test_an_append_racing_a_takeover_is_fenced_atomically(backend_url: str) -> None:
+    """A takeover that has moved the token but not yet committed: the old holder's append
+    waits for it (SQLite: the write lock; PostgreSQL: the lease row lock taken by the
+    fence's UPDATE) and is then refused, instead of reading the old token and writing."""
+    import threading
+
+    import sqlalchemy as sa
+
+    store = EventStore(backend_url)
+    store.append("r", [created("r")], expected_version=0)
+    old = store.acquire_lease("r", owner="old", ttl_s=30)
+    taker = store.engine.execution_options(sqlite_begin="IMMEDIATE").connect()
+    transaction = taker.begin()
+    taker.execute(sa.text("UPDATE leases SET token = token + 1, owner = 'new' WHERE run_id = 'r'"))
+    outcome: list[BaseException | int] = []
+
+    def append() -> None:
+        try:
+            outcome.append(store.append(
+                "r", [NewEvent("PreparationStarted", _identity())], expected_version=1, fence=old
+            ))
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            outcome.append(exc)
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive(), f"the fenced append did not wait for the takeover: {outcome}"
+    transaction.commit()
+    taker.close()
+    writer.join(30)
+    assert len(outcome) == 1 and isinstance(outcome[0], LeaseLost), outcome
+    assert [e.type for e in store.read("r")] == ["RunCreated"]
+    store.close()
