@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -491,3 +492,37 @@ def test_resume_rejects_a_snapshot_tampered_after_it_was_logged(
     assert report["roles"]["item"]["prepared"] == package_count - 1  # latest outcome wins
     assert report["roles"]["item"]["rejections"][0]["candidate_id"] == "cup-r020"
     assert copy.state("run-cut").state == "prepared"
+
+
+class SlowFirstCandidate(DirectoryAssetProvider):
+    """One candidate takes several lease TTLs to materialize (like a huge mesh); meanwhile
+    another session tries to take the run over."""
+
+    def __init__(self, root: Path, store: Any, hold_s: float) -> None:
+        super().__init__(root)
+        self.store, self.hold_s, self.refusals = store, hold_s, []
+
+    def materialize(self, candidate: AssetCandidate, context: PreparationContext) -> Any:
+        if not self.refusals:
+            (summary,) = self.store.list_runs()
+            deadline = time.monotonic() + self.hold_s
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                with pytest.raises(LeaseHeld) as refused:
+                    self.store.acquire_lease(summary.run_id, owner="intruder", ttl_s=30)
+                self.refusals.append(str(refused.value))
+        return super().materialize(candidate, context)
+
+
+def test_a_step_longer_than_the_lease_keeps_it_thanks_to_the_heartbeat(
+    catalog: Path, tmp_path: Path
+) -> None:
+    store = EventStore(f"sqlite:///{tmp_path / 'ledger.db'}")
+    slow = SlowFirstCandidate(catalog, store, hold_s=2.5)  # 2.5 TTLs
+    result = prepare(
+        DEMO_TASK, providers(catalog, item=slow), cfg=CollectionConfig(max_batches=1),
+        output_dir=tmp_path / "out", store=store, lease_ttl_s=1.0,
+    )
+    assert len(slow.refusals) >= 5 and all("is held by owner" in r for r in slow.refusals)
+    assert "LeaseTakenOver" not in types(store, result.run_id)
+    assert store.state(result.run_id).state == "prepared"
