@@ -171,3 +171,58 @@ def test_synchronous_depth_zero_appends_in_the_caller() -> None:
     writer = LedgerWriter(gate, "run-x", 0, depth=0)
     writer.submit([("A", {})], Tag("start", None, None))
     assert gate.entered == [0] and writer.drain() == 1
+
+
+def test_trajectory_committed_is_logged_only_once_its_event_is_durable(
+    tmp_path: Path, catalog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log line is a claim about the ledger: at the moment it is written, the store
+    must already hold that episode's TrajectoryCommitted (appends lag behind on purpose)."""
+    import runtime.collect as collect_module
+
+    store, run_id = prepared(tmp_path, catalog)
+    store.delay_s = 0.05  # the writer is always behind the simulator
+    claims: list[tuple[int, int, bool]] = []
+    real_log = collect_module.log
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real_log, name)
+
+        def info(self, event: str, **fields: Any) -> None:
+            if event == "trajectory_committed":
+                key = (fields["batch_index"], fields["episode_index"])
+                logged = {
+                    (e.payload["batch_index"], e.payload["episode_index"])
+                    for e in store.inner.read(run_id) if e.type == "TrajectoryCommitted"
+                }
+                claims.append((*key, key in logged))
+            real_log.info(event, **fields)
+
+    monkeypatch.setattr(collect_module, "log", Spy())
+    collect(run_id, store=store, progress=False)
+    commits = [e for e in store.inner.read(run_id) if e.type == "TrajectoryCommitted"]
+    assert len(claims) == len(commits) > 0
+    assert all(durable for _b, _e, durable in claims), claims
+
+
+def test_on_durable_runs_after_the_append_and_never_for_a_failed_one() -> None:
+    gate = Gate()
+    writer = LedgerWriter(gate, "run-x", 10, depth=1)
+    seen: list[list[int]] = []
+    writer.submit([("A", {})], Tag("episode", 0, 0), lambda: seen.append(list(gate.entered)))
+    time.sleep(0.2)
+    assert seen == []  # the append is still waiting at the gate
+    gate.open.set()
+    writer.drain()
+    assert seen == [[10]]
+    writer.close()
+
+    class Refusing:
+        def append(self, *args: Any, **kwargs: Any) -> int:
+            raise ConcurrencyError("stale")
+
+    failing = LedgerWriter(Refusing(), "run-y", 3, depth=0)
+    with pytest.raises(ConcurrencyError):
+        failing.submit([("A", {})], Tag("episode", 0, 0), lambda: seen.append([-1]))
+    assert seen == [[10]]
