@@ -32,6 +32,9 @@ CONFIG_FLAGS: dict[str, str] = {
     "candidates_per_role": "--candidates-per-role",
     "max_search_nodes": "--max-search-nodes",
     "settle_steps": "--settle-steps",
+    "max_mesh_faces": "--max-mesh-faces",
+    "max_mesh_vertices": "--max-mesh-vertices",
+    "max_collision_pieces": "--max-collision-pieces",
 }
 
 

@@ -37,16 +37,18 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def _check(info: os.stat_result, label: str, limit: int, error: ErrorFactory) -> None:
+def _check(info: os.stat_result, label: str, what: str, limit: int, error: ErrorFactory) -> None:
     if not stat.S_ISREG(info.st_mode):
-        raise error(f"{label}: is {kind_of(info.st_mode)}, not a regular file")
+        raise error(f"{label}: {what} is {kind_of(info.st_mode)}, not a regular file")
     if info.st_size > limit:
-        raise error(f"{label}: is larger than {limit} bytes ({info.st_size} bytes)")
+        raise error(f"{label}: {what} is larger than {limit} bytes")
 
 
-def _read_descriptor(fd: int, label: str, limit: int, error: ErrorFactory) -> bytes:
+def _read_descriptor(
+    fd: int, label: str, what: str, limit: int, error: ErrorFactory
+) -> bytes:
     try:
-        _check(os.fstat(fd), label, limit, error)
+        _check(os.fstat(fd), label, what, limit, error)
         os.set_blocking(fd, True)  # a regular file: plain blocking reads from here on
         chunks: list[bytes] = []
         total = 0
@@ -61,7 +63,7 @@ def _read_descriptor(fd: int, label: str, limit: int, error: ErrorFactory) -> by
     finally:
         os.close(fd)
     if total > limit:  # grew after the size check
-        raise error(f"{label}: is larger than {limit} bytes")
+        raise error(f"{label}: {what} is larger than {limit} bytes")
     return b"".join(chunks)
 
 
@@ -69,6 +71,7 @@ def read_bounded(
     path: str | Path,
     *,
     limit: int,
+    what: str = "file",
     follow_symlinks: bool = False,
     error: ErrorFactory = AssetcastInputError,
 ) -> bytes:
@@ -78,17 +81,17 @@ def read_bounded(
     try:
         info = os.stat(path) if follow_symlinks else os.lstat(path)
     except FileNotFoundError:
-        raise error(f"{label}: file not found") from None
+        raise error(f"{label}: {what} not found") from None
     except OSError as exc:
-        raise error(f"{label}: cannot be read: {exc.strerror}") from None
-    _check(info, label, limit, error)
+        raise error(f"{label}: cannot read {what}: {exc.strerror}") from None
+    _check(info, label, what, limit, error)
     flags = FILE_FLAGS if not follow_symlinks else FILE_FLAGS & ~os.O_NOFOLLOW
     try:
         fd = os.open(path, flags)
     except OSError as exc:
         reason = "is a symbolic link (not allowed)" if exc.errno == os.ELOOP else exc.strerror
-        raise error(f"{label}: {reason}") from None
-    return _read_descriptor(fd, label, limit, error)
+        raise error(f"{label}: {what} {reason}") from None
+    return _read_descriptor(fd, label, what, limit, error)
 
 
 def read_inside(
@@ -96,10 +99,11 @@ def read_inside(
     ref: str,
     *,
     limit: int,
+    what: str = "file",
     error: ErrorFactory = AssetcastInputError,
 ) -> bytes:
     """The bytes of ``base / ref``: contained (no escape, no symlink on any component),
     regular, at most ``limit`` bytes."""
     label = str(Path(base) / ref)
     fd = open_inside(base, ref, where=label, error=error)
-    return _read_descriptor(fd, label, limit, error)
+    return _read_descriptor(fd, label, what, limit, error)

@@ -14,6 +14,7 @@ from typing import Any
 
 import structlog
 
+from domain.errors import mark_recorded
 from runtime.deployment import Deployment
 from runtime.files import write_json_atomic
 from runtime.preparation.batch_job import PreparationJob
@@ -47,6 +48,7 @@ def record_failure(ledger: Ledger, output: Path, error: BaseException) -> None:
     assert cause is not None
     try:
         ledger.emit("RunFailed", run_failed_payload(PHASE, error, cause=cause))
+        mark_recorded(error, ledger.run_id)
     except Exception as secondary:
         error.add_note(f"recording RunFailed failed: {type(secondary).__name__}: {secondary}")
     try:
