@@ -24,7 +24,7 @@ from domain.limits import MeshLimits
 from runtime.assets.mesh_counts import check_declared_counts
 from runtime.assets.references import check_reference_path, check_references, mesh_format
 from runtime.inputs.json_text import load_json_strict as _load_json
-from runtime.inputs.reading import read_inside
+from runtime.inputs.reading import kind_of, read_inside
 
 MANIFEST_NAME = "asset.catalog.json"
 RESERVED_DIR = ".assetcast"
@@ -67,7 +67,7 @@ def regular_file_size(path: Path, *, inside: str) -> int | None:
     if stat.S_ISDIR(info.st_mode):
         return None
     if not stat.S_ISREG(info.st_mode):
-        raise AssetValidationError(f"{path}: not a regular file")
+        raise AssetValidationError(f"{path}: is {kind_of(info.st_mode)}, not a regular file")
     return info.st_size
 
 

@@ -10,6 +10,7 @@ redirect it. Nothing here ever follows a link inside the base.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -74,15 +75,15 @@ def open_inside(
         try:
             return os.open(parts[-1], FILE_FLAGS, dir_fd=folder)
         except OSError as exc:
-            raise error(f"{where}: {_open_reason(exc, 'file')}") from None
+            raise error(f"{where}: file {_open_reason(exc, 'file')}") from None
     finally:
         os.close(folder)
 
 
 def _open_reason(exc: OSError, what: str) -> str:
-    if exc.errno in (getattr(os, "ELOOP", -1), getattr(os, "EMLINK", -1)):
+    if exc.errno in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW met a link (EMLINK on BSD)
         return "is a symbolic link (not allowed)"
-    if exc.errno == getattr(os, "ENOTDIR", -1):
+    if exc.errno == errno.ENOTDIR:
         return f"is not a {what} (or a symbolic link)"
     if isinstance(exc, FileNotFoundError):
         return "does not exist"

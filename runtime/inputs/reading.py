@@ -9,6 +9,7 @@ open descriptor (which is what is actually read), and at most ``limit + 1`` byte
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -89,7 +90,7 @@ def read_bounded(
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        reason = "is a symbolic link (not allowed)" if exc.errno == os.ELOOP else exc.strerror
+        reason = "is a symbolic link (not allowed)" if exc.errno == errno.ELOOP else exc.strerror
         raise error(f"{label}: {what} {reason}") from None
     return _read_descriptor(fd, label, what, limit, error)
 
