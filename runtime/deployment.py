@@ -29,6 +29,7 @@ from domain.matching import ResolvedAssetSet
 from domain.requirements import AssetRequirements
 from domain.task import PACKAGE_MANIFEST, PackageAsset, TaskSpec
 from runtime.files import file_sha256, fsync_directory, fsync_tree, report_text
+from runtime.inputs.reading import read_inside
 from runtime.taskfile import dump_task, load_task
 
 log = structlog.get_logger(__name__)
@@ -38,6 +39,7 @@ TASK_NAME = "task.yaml"
 MANIFEST_SCHEMA_VERSION = 1
 TEMP_MARKER = ".partial-"
 ENTITY_SCRATCH = ".entity-cache"
+MAX_MANIFEST_BYTES = 64 << 20  # a digest per file of every package of one batch
 _MANIFEST_KEYS = frozenset(
     {"schema_version", "batch_index", "seed", "asset_set_id", "requirements_digest", "roles",
      "files"}
@@ -236,7 +238,7 @@ def _load_manifest(path: Path, expected_sha256: str | None) -> tuple[dict[str, A
     manifest_path = path / MANIFEST_NAME
     if not manifest_path.is_file():
         raise DeploymentInvalid(f"{manifest_path}: manifest is missing")
-    raw = manifest_path.read_bytes()
+    raw = read_inside(path, MANIFEST_NAME, limit=MAX_MANIFEST_BYTES, error=DeploymentInvalid)
     digest = sha256_hex(raw)
     if expected_sha256 is not None and digest != expected_sha256:
         raise DeploymentInvalid(

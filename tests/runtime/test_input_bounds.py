@@ -334,3 +334,13 @@ def test_stl_non_finite_vertex_is_rejected(tmp_path: Path) -> None:
                             manifest={"descriptor": descriptor(), "visual_path": "mesh.stl"})
     with pytest.raises(AssetValidationError, match=r"mesh\.stl: mesh has non-finite vertex"):
         _prepare_file(package, tmp_path)
+
+
+def test_catalog_check_takes_the_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    package = write_package(tmp_path / "cat" / "box")  # 12 faces, 8 vertices
+    assert main(["catalog", "check", str(tmp_path / "cat"), "--max-mesh-faces", "10"]) == 2
+    assert capsys.readouterr().out == (
+        f"FAIL  {package}: mesh_too_large: {package / 'mesh.obj'} has 12 faces, limit 10"
+        " (max_mesh_faces)\n"
+    )
+    assert main(["catalog", "check", str(tmp_path / "cat"), "--max-mesh-faces", "12"]) == 0
