@@ -46,9 +46,10 @@ def record_failure(ledger: Ledger, output: Path, error: BaseException) -> None:
     """Append ``RunFailed`` and write the failed report; secondary failures become notes."""
     cause = error.__cause__ if isinstance(error, PreparationFailed) else error
     assert cause is not None
+    # RunCreated is in the log whatever happens next: this is the run's failure (exit 1).
+    mark_recorded(error, ledger.run_id)
     try:
         ledger.emit("RunFailed", run_failed_payload(PHASE, error, cause=cause))
-        mark_recorded(error, ledger.run_id)
     except Exception as secondary:
         error.add_note(f"recording RunFailed failed: {type(secondary).__name__}: {secondary}")
     try:
