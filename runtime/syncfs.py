@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -51,10 +52,12 @@ def _call_syncfs(path: Path) -> bool:
     return True
 
 
-def make_tree_durable(root: Path) -> None:
-    """Every file and folder below ``root`` (written without fsync) is on disk on return."""
-    if not _call_syncfs(root):
-        fsync_tree(root, files=True)
+def make_trees_durable(roots: Sequence[Path], filesystem: Path) -> None:
+    """Every file and folder below each of ``roots`` (written without fsync, all on the file
+    system holding ``filesystem``) is on disk on return."""
+    if not _call_syncfs(filesystem):
+        for root in roots:
+            fsync_tree(root, files=True)
 
 
 def make_entries_durable(directory: Path) -> None:

@@ -7,6 +7,7 @@ database file is bad input (exit 2), never an empty report.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -15,7 +16,7 @@ from domain.canonical import canonical_json
 from domain.errors import UnknownRun
 from runtime.cli.batch_table import digest_table
 from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
-from runtime.cli.output import out, table
+from runtime.cli.output import out, out_block, table
 from runtime.cli.store_access import db_url, open_store, read_run, require_run, unknown_run
 from runtime.files import report_text
 from store.projections.audit import event_time
@@ -52,7 +53,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     summaries = [_summary_of_row(store, row) for row in store.list_runs()]
     summaries.sort(key=lambda s: (s["created_at"] or "", s["run_id"]))
     if args.json:
-        out(report_text(summaries))
+        out_block(report_text(summaries))
         return EXIT_OK
     rows = [
         [
@@ -65,7 +66,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         ]
         for s in summaries
     ]
-    out(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
+    out_block(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
     return EXIT_OK
 
 
@@ -109,7 +110,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         out(f"{'resumes:':<12}{s['resumes']}")
     if digest.resolved:
         out("")
-        out(digest_table(digest))
+        out_block(digest_table(digest))
         out("(paths relative to the output folder)")
     return EXIT_OK
 
@@ -139,7 +140,8 @@ def cmd_events(args: argparse.Namespace) -> int:
                 "recorded_at": event_time(event),
                 "payload": event.payload,
             }
-            out(canonical_json(record))
+            # ASCII-only JSON: valid JSON that carries no raw control character.
+            out(json.dumps(record, sort_keys=True, separators=(",", ":")))
         else:
             out(f"{event.seq:>5}  {event_time(event)}  {event.type:<22}  {_compact(event.payload)}")
     return EXIT_OK
@@ -166,7 +168,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 f"{len(a['rejections'])} {' '.join(reasons)}".strip(),
             ]
         )
-    out(table(["asset", "sha256", "roles", "runs", "batches", "accepted", "rejections"], rows))
+    out_block(
+        table(["asset", "sha256", "roles", "runs", "batches", "accepted", "rejections"], rows)
+    )
     for candidate in report["unprepared_candidates"]:
         for r in candidate["rejections"]:
             out(
@@ -209,7 +213,7 @@ def cmd_forensics(args: argparse.Namespace) -> int:
         out(f"failure #{failure['seq']} in {failure['phase']}{where}: "
             f"{failure['error_type']}: {failure['detail']}")
         if failure.get("traceback"):
-            out(str(failure["traceback"]).rstrip())
+            out_block(str(failure["traceback"]).rstrip())
     for r in report["resumes"]:
         out(f"resumed #{r['seq']}: {r['from_state']} -> {r['to_state']} "
             f"by session {r['session_id']}")

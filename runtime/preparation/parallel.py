@@ -8,27 +8,29 @@ What stays exactly as in a serial preparation: the facts and their order. Result
 in the order the candidates were logged, and the caller appends their events in that order,
 so a run prepared with a pool logs the same events as one prepared serially.
 
-What changes is durability's cost, never its guarantee: a worker writes a snapshot without
-an fsync per file and makes it durable with one file-system sync before renaming it into the
-cache; the caller syncs the cache folder once per chunk of results (making those renames
-durable) before it logs any of them. Nothing is claimed in the log before it is on disk.
+What changes is durability's cost, never its guarantee, and never who publishes: a worker
+only *stages* a snapshot (builds and verifies it in a temporary folder, without an fsync per
+file). The process holding the lease publishes each chunk of results: one file-system sync
+for all their folders, then per snapshot a fresh verification, the lease's fence check and
+the rename, then one sync for the renames, and only then are their events appended.
+Nothing is claimed in the log before it is on disk; a session that lost its lease publishes
+nothing.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from multiprocessing import get_context
-from pathlib import Path
 from typing import Any
 
 import structlog
 
 from domain.assets import AssetCandidate, AssetProvider, PreparationContext, PreparedAsset
-from runtime.syncfs import make_entries_durable
+from domain.errors import SessionLost
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +38,7 @@ WORKERS_ENV = "ASSETCAST_PREPARE_WORKERS"
 # Fewer candidates than this are prepared serially: starting spawned workers (each imports
 # numpy, trimesh, scipy) costs more than it saves on a small catalog.
 MIN_PARALLEL = 64
-# Results logged per durability pass (one sync of the cache folder each).
+# Results published per durability pass (one sync before the renames, one after).
 SYNC_CHUNK = 64
 
 # (error_type, detail) for a failed materialization, else the PreparedAsset.
@@ -68,17 +70,36 @@ def materialize_outcome(
     provider: AssetProvider, candidate: AssetCandidate, context: PreparationContext
 ) -> Outcome:
     """``provider.materialize`` with its contract checked; a failure becomes its
-    (type name, message), which is all a rejection records."""
+    (type name, message), which is all a rejection records. A lost lease is not the
+    candidate's fault: it propagates."""
     from runtime.preparation.candidates import materialize_candidate
 
     try:
         return materialize_candidate(provider, candidate, context)
+    except SessionLost:
+        raise
     except Exception as error:  # noqa: BLE001 - recorded as a rejection, as serially
         return type(error).__name__, str(error)
 
 
-def _in_worker(job: tuple[AssetProvider, AssetCandidate, PreparationContext]) -> Outcome:
-    return materialize_outcome(*job)
+@dataclass(frozen=True)
+class _StagingTag:
+    """A worker's stand-in for the session: it names temporary folders after the session
+    (so only a dead session's leftovers are ever cleaned up) but can never publish."""
+
+    tag: str
+
+    def check(self) -> None:
+        raise RuntimeError("a preparation worker stages snapshots; it never publishes one")
+
+
+def _in_worker(
+    job: tuple[AssetProvider, AssetCandidate, PreparationContext],
+) -> tuple[Outcome, list[str]]:
+    provider, candidate, context = job
+    staging: list[str] = []
+    outcome = materialize_outcome(provider, candidate, replace(context, staging=staging))
+    return outcome, staging
 
 
 class MaterializerPool:
@@ -113,40 +134,53 @@ class MaterializerPool:
         provider: AssetProvider,
         candidates: Sequence[AssetCandidate],
         context: PreparationContext,
-        *,
-        on_result: Callable[[], None] = lambda: None,
     ) -> Iterator[list[Outcome]]:
         """Chunks of outcomes, in the order of ``candidates``; every snapshot in a chunk is
-        durable (files and cache entry) when the chunk is yielded. ``on_result`` runs as
-        each result arrives (the lease heartbeat)."""
+        published and durable (files and cache entry) when the chunk is yielded."""
         workers = worker_count(len(candidates))
         if workers > 1 and not _sendable(provider):
             log.info("prepare.serial", reason="provider cannot be sent to a worker process")
             workers = 1
         if workers == 1:
             for candidate in candidates:
-                on_result()
                 yield [materialize_outcome(provider, candidate, context)]
             return
-        batched = replace(context, batched_sync=True)
-        jobs = [(provider, candidate, batched) for candidate in candidates]
-        chunk: list[Outcome] = []
-        cache_dir = Path(context.cache_dir).absolute()
+        fence = context.fence
+        sent = replace(context, fence=_StagingTag(fence.tag) if fence is not None else None)
+        jobs = [(provider, candidate, sent) for candidate in candidates]
+        chunk: list[tuple[Outcome, list[str]]] = []
         log.info("prepare.parallel", workers=workers, candidates=len(candidates))
-        for outcome in self._pool(workers).map(_in_worker, jobs, chunksize=2):
-            on_result()
-            chunk.append(outcome)
+        for result in self._pool(workers).map(_in_worker, jobs, chunksize=2):
+            chunk.append(result)
             if len(chunk) >= SYNC_CHUNK:
-                yield _durable(cache_dir, chunk)
+                yield _publish_chunk(chunk, context)
                 chunk = []
         if chunk:
-            yield _durable(cache_dir, chunk)
+            yield _publish_chunk(chunk, context)
 
 
-def _durable(cache_dir: Path, chunk: list[Outcome]) -> list[Outcome]:
-    if cache_dir.is_dir():  # absent only if every materialization failed before creating it
-        make_entries_durable(cache_dir)
-    return chunk
+def _publish_chunk(
+    chunk: list[tuple[Outcome, list[str]]], context: PreparationContext
+) -> list[Outcome]:
+    """The chunk's outcomes with every staged snapshot published (durably) by this process."""
+    from runtime.assets.cache import publish_staged
+
+    staged = [
+        (outcome, folders[0]) for outcome, folders in chunk
+        if folders and isinstance(outcome, PreparedAsset)
+    ]
+    published = iter(publish_staged(staged, context))
+    outcomes: list[Outcome] = []
+    for outcome, folders in chunk:
+        if folders and isinstance(outcome, PreparedAsset):
+            result = next(published)
+            outcomes.append(
+                result if isinstance(result, PreparedAsset)
+                else (type(result).__name__, str(result))
+            )
+        else:
+            outcomes.append(outcome)  # a reused snapshot (already published) or a failure
+    return outcomes
 
 
 def _sendable(value: Any) -> bool:

@@ -96,9 +96,7 @@ class RolePreparer:
         wanted = [c for c in lookups if isinstance(c, AssetCandidate)]
         pool = self.pool or MaterializerPool()
         try:
-            chunks = pool.materialize(
-                self.provider, wanted, self.context, on_result=self.ledger.heartbeat
-            )
+            chunks = pool.materialize(self.provider, wanted, self.context)
             materialized: Iterator[Outcome] = (o for chunk in chunks for o in chunk)
             for lookup in lookups:
                 yield next(materialized) if isinstance(lookup, AssetCandidate) else lookup
