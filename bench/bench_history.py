@@ -4,7 +4,7 @@ One real prepared run (the demo catalog, 4 batches, real deployments) is extende
 synthetic but legal collection history (``--no-record`` style episodes with realistic check
 payloads) appended through the store's own ``append`` in large transactions, so snapshots
 are written exactly as a long collection writes them. Databases are cached under
-``/tmp/assetcast-bench-history-v<GENERATOR_VERSION>/``.
+``/tmp/assetcast-bench-history-v<GENERATOR_VERSION>-<schema head>/``.
 
 Each figure is measured in a fresh subprocess (nothing cached in memory): the command's own
 time after imports, its wall time including interpreter start-up, and its peak RSS. Resume
@@ -33,8 +33,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-GENERATOR_VERSION = 1
-CACHE = Path(f"/tmp/assetcast-bench-history-v{GENERATOR_VERSION}")
+GENERATOR_VERSION = 2
+
+
+def _cache_dir() -> Path:
+    """Keyed by the generator and the schema (a cached DB of another schema is useless)."""
+    from store.admin import head_revision
+
+    return Path(f"/tmp/assetcast-bench-history-v{GENERATOR_VERSION}-{head_revision()}")
+
+
+CACHE = _cache_dir()
 SIZES = (10_000, 100_000, 1_000_000)
 APPEND_CHUNK = 5_000
 EPISODES_PER_BATCH = 10**6  # the last batch never fills up: one episode is always pending
@@ -161,6 +170,21 @@ def _build(size: int) -> tuple[Path, str, float]:
             flush()
     os.replace(tmp, db)
     return db, run_id, time.perf_counter() - started
+
+
+def _tail(db: Path, run_id: str) -> str:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        version = conn.execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        snap = conn.execute(
+            "SELECT seq, length(body) FROM snapshots WHERE run_id = ? AND kind = 'fold'",
+            (run_id,),
+        ).fetchone()
+    if snap is None:
+        return "no fold snapshot"
+    return (f"fold snapshot at seq {snap[0]} ({snap[1] / 1e6:.1f} MB), "
+            f"tail {version[0] - snap[0]} events")
 
 
 # -- children (fresh processes) ---------------------------------------------------------
@@ -361,7 +385,7 @@ def main() -> None:
         db, run_id, built = _build(size)
         mb = db.stat().st_size / 1e6
         note = f"built in {built:.1f} s" if built else "cached"
-        print(f"{size:>9} events: {db} ({mb:.0f} MB, {note})", flush=True)
+        print(f"{size:>9} events: {db} ({mb:.0f} MB, {note}; {_tail(db, run_id)})", flush=True)
         rows.append((size, _measure(db, run_id)))
     print()
     print(f"{'events':>9} | {'command':<9} | {'own s':>7} | {'wall s':>7} | {'peak MB':>8}")

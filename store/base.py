@@ -69,6 +69,17 @@ class PreparedEvent:
         self.text = text
 
 
+def _advance(
+    projector: Projector, run_id: str, prepared: Sequence[PreparedEvent], now: datetime
+) -> None:
+    """Apply appended events to a projector (``recorded_at`` is the append's own time)."""
+    for event in prepared:
+        if event.seq > projector.seq:
+            projector.apply(
+                RecordedEvent(0, run_id, event.seq, event.type, event.payload, now, SCHEMA_VERSION)
+            )
+
+
 class StoreCore:
     """Backend-independent half of an event store.
 
@@ -79,6 +90,9 @@ class StoreCore:
 
     def __init__(self, *, snapshot_every: int | None = None) -> None:
         self._folds: dict[str, Folder] = {}
+        # Snapshotted projections kept current by this writer once it first snapshots a run,
+        # so a later boundary costs no re-read of the tail.
+        self._live: dict[str, dict[str, Projector]] = {}
         self._lock = threading.RLock()
         self.snapshot_every = snapshot_interval(snapshot_every)
 
@@ -222,19 +236,18 @@ class StoreCore:
             )
         ]
         before = prepared[0].seq - 1
+        live = self._live.setdefault(run_id, {})
         for kind, cls in snapshotted().items():
-            projector = self._projector_at_snapshot(run_id, kind) if before else cls()
-            if projector.seq < before:
-                for event in self.iter_events(run_id, after_seq=projector.seq):
-                    if event.seq > before:
-                        break
-                    projector.apply(event)
-            for event in prepared:
-                if event.seq > projector.seq:
-                    projector.apply(
-                        RecordedEvent(0, run_id, event.seq, event.type, event.payload, now,
-                                      SCHEMA_VERSION)
-                    )
+            projector = live.get(kind)
+            if projector is None or projector.seq != before:
+                projector = self._projector_at_snapshot(run_id, kind) if before else cls()
+                if projector.seq < before:
+                    for event in self.iter_events(run_id, after_seq=projector.seq):
+                        if event.seq > before:
+                            break
+                        projector.apply(event)
+            _advance(projector, run_id, prepared, now)
+            live[kind] = projector  # ahead of the log until the write commits (dropped if not)
             records.append(
                 make_record(run_id, kind, projector.seq, cls.VERSION, digest, projector.dump())
             )
@@ -274,6 +287,7 @@ class StoreCore:
             written += records
             with self._lock:
                 self._folds.pop(run_id, None)
+                self._live.pop(run_id, None)
         return written
 
     # -- folding ----------------------------------------------------------------------
@@ -369,8 +383,13 @@ class StoreCore:
                 )
             except BaseException:
                 self._folds.pop(run_id, None)
+                self._live.pop(run_id, None)
                 raise
             self._folds[run_id] = folder
+            if not snapshots:
+                for projector in self._live.get(run_id, {}).values():
+                    if projector.seq == expected_version:
+                        _advance(projector, run_id, prepared, now)
             return folder.state.version
 
     def _append_takeover(self, lease: Lease) -> None:

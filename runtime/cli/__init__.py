@@ -18,7 +18,7 @@ Where things are:
 * ``run_commands`` -- commands that create or continue a run (prepare/run/collect/resume/demo).
 * ``catalog_commands`` -- write or check a catalog of asset packages.
 * ``query_commands`` -- read-only reports on recorded runs (runs/show/events/audit/...).
-* ``db_command`` -- the event store schema (upgrade/current).
+* ``db_command`` -- the event store schema and its caches (upgrade/current/rebuild-snapshots).
 * ``batch_table`` -- the per-batch table shown by ``demo`` and ``show``.
 """
 

@@ -1,0 +1,65 @@
+"""`assetcast db rebuild-snapshots` and the read commands over a run whose snapshots changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from runtime.cli.entry_point import main
+from store import EventStore
+from tests.store.eventgen import legal_run
+
+
+@pytest.fixture()
+def db_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    with EventStore(url, snapshot_every=10) as store:
+        store.append("r", list(legal_run("r", 2, 3)), expected_version=0)
+    return url
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_rebuild_snapshots_recomputes_them_and_reads_do_not_change(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = [_run([cmd, "r", "--db", db_url], capsys) for cmd in ("show", "forensics")]
+    engine = sa.create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE snapshots SET body = '{}'"))  # garbage: must be ignored
+    after = [_run([cmd, "r", "--db", db_url], capsys) for cmd in ("show", "forensics")]
+    assert [(code, out) for code, out, _ in after] == [(code, out) for code, out, _ in before]
+    assert all("snapshot_ignored" in err for _, _, err in after)  # said, not hidden
+    code, out, _ = _run(["db", "rebuild-snapshots", "--db", db_url], capsys)
+    assert code == 0
+    version = EventStore(db_url).state("r").version
+    assert out.splitlines() == [
+        f"r: snapshots at seq {version} (digest, fold, forensics)",
+        f"{db_url}: rebuilt snapshots of 1 run(s)",
+    ]
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT kind, seq FROM snapshots ORDER BY kind")).all()
+    engine.dispose()
+    assert [tuple(r) for r in rows] == [("digest", version), ("fold", version),
+                                        ("forensics", version)]
+    assert [_run([cmd, "r", "--db", db_url], capsys) for cmd in ("show", "forensics")] == before
+
+
+def test_rebuild_snapshots_of_an_unknown_run_is_bad_input(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(["db", "rebuild-snapshots", "nope", "--db", db_url], capsys)
+    assert (code, out) == (2, "")
+    assert err == "assetcast: error: unknown run 'nope' (use `assetcast runs` to list runs)\n"
+
+
+def test_db_upgrade_takes_no_run(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["db", "upgrade", "r", "--db", db_url], capsys)
+    assert code == 2
+    assert err == "assetcast: error: db upgrade takes no RUN argument\n"
