@@ -35,14 +35,24 @@ class EventLike(Protocol):
     recorded_at: Any
 
 
+_LAST_TIME: tuple[Any, str | None] = (None, None)
+
+
 def event_time(event: EventLike) -> str | None:
-    """The recorded time as ISO-8601 text, whatever type the store hands back."""
+    """The recorded time as ISO-8601 text, whatever type the store hands back.
+
+    Every event of one append shares one ``recorded_at`` object, and projections ask for it
+    several times per event: the last conversion is remembered (by identity)."""
+    global _LAST_TIME
     value = event.recorded_at
+    last = _LAST_TIME
+    if value is last[0] and value is not None:
+        return last[1]
     if value is None:
         return None
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
+    text = value.isoformat() if isinstance(value, datetime) else str(value)
+    _LAST_TIME = (value, text)
+    return text
 
 
 def episode_key(payload: Mapping[str, Any]) -> tuple[int, int]:
