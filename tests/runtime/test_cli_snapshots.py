@@ -63,3 +63,20 @@ def test_db_upgrade_takes_no_run(db_url: str, capsys: pytest.CaptureFixture[str]
     code, _, err = _run(["db", "upgrade", "r", "--db", db_url], capsys)
     assert code == 2
     assert err == "assetcast: error: db upgrade takes no RUN argument\n"
+
+
+def test_runs_rows_without_cached_counts_fall_back_to_the_digest(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A row written before migration 0003 has NULL counts: `runs` still tells the truth."""
+    cached = _run(["runs", "--json", "--db", db_url], capsys)
+    engine = sa.create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "UPDATE runs SET output_dir = NULL, last_event_type = NULL, batches_total = NULL, "
+            "batches_resolved = NULL, batches_done = NULL, episodes_attempted = NULL, "
+            "episodes_accepted = NULL, trajectories_committed = NULL, failures = NULL, "
+            "resumes = NULL"
+        ))
+    engine.dispose()
+    assert _run(["runs", "--json", "--db", db_url], capsys) == cached

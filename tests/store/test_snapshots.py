@@ -231,3 +231,17 @@ def test_runs_row_caches_the_summary_counts(sqlite_store: EventStore) -> None:
         assert getattr(row, name) == summary[name], name
     assert row.updated_at.isoformat() == summary["last_event_at"]
     assert row.created_at.isoformat() == summary["created_at"]
+
+
+def test_snapshots_on_every_backend(backend_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("store.event_store.READ_CHUNK", 7)  # streamed reads cross chunks
+    with EventStore(backend_url, snapshot_every=4) as store:
+        _append_all(store, _history(), chunk=3)
+    with EventStore(backend_url) as fresh:  # a new process: nothing cached
+        logged = fresh.read("r")
+        assert fresh._snapshot("r", FOLD_KIND) is not None
+        assert fresh.state("r") == fold("r", logged)
+        assert fresh.project("r", "forensics").report() == forensics(logged)
+        assert fresh.project("r", "digest").summary("r") == run_summary("r", logged)
+        assert [e.seq for e in fresh.iter_events("r", after_seq=7)] == list(range(8, 61))
+        assert [e.seq for e in fresh.iter_events("r")] == [e.seq for e in logged]
