@@ -3,7 +3,8 @@
 They share one rule: everything the user typed is validated before the first event is
 appended, so bad input exits 2 and leaves the store untouched. Once a run exists, an
 unexpected error is that run's failure (exit 1), which is why ``entry_point`` needs
-``RUN_HANDLERS``.
+``RUN_HANDLERS``; ``args.run_start_version`` (0 for a new run) tells it where this
+command's own events begin, so it can check whether the failure was recorded.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
     providers = providers_from_catalog_args(args.catalog)
     store = open_store(db_url(args), create=True)
     run_id = new_run_id()
-    args.run_id = run_id
+    args.run_id, args.run_start_version = run_id, 0
     log.info("run_starting", run_id=run_id, goal=goal, task=str(args.task))
     result = prepare(
         args.task,
@@ -120,7 +121,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
     store = open_store(db_url(args))
-    require_run(store, args.run_id)
+    args.run_start_version = require_run(store, args.run_id)
     result = collect(
         args.run_id,
         store=store,
@@ -135,7 +136,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
     store = open_store(db_url(args))
-    require_run(store, args.run_id)
+    args.run_start_version = require_run(store, args.run_id)
     result = resume(args.run_id, store=store, progress=not args.no_progress)
     if hasattr(result, "batches"):
         _print_collected(result)
@@ -152,7 +153,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         cfg=collection_config(args),
         db=getattr(args, "db", None),
         progress=not args.no_progress,
-        on_run_id=lambda run_id: setattr(args, "run_id", run_id),
+        on_run_id=lambda run_id: vars(args).update(run_id=run_id, run_start_version=0),
+        on_db_url=lambda url: setattr(args, "run_db_url", url),
     )
     store = open_store(result.db_url)
     events = read_run(store, result.run_id)
