@@ -12,6 +12,10 @@ to run instead; nobody touches a newer or unversioned one.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import secrets
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -98,8 +102,8 @@ def _refuse_unusable(status: SchemaStatus, url: str) -> None:
         missing = "is empty" if status.versioned else "is missing"
         raise SchemaMissing(
             url, f"has assetcast tables ({', '.join(status.store_tables)}) but its "
-            f"alembic_version table {missing}, so its schema revision is unknown; "
-            "it was not created by `assetcast db upgrade` and is not used",
+            f"alembic_version table {missing}, so its schema revision is unknown "
+            "(not created by assetcast's migrations): refusing to use or migrate it",
         )
 
 
@@ -117,6 +121,17 @@ def check_readable(engine: Engine) -> None:
             f"assetcast's {head_revision()}: run `assetcast db upgrade` first "
             "(read-only commands never migrate)",
         )
+
+
+def check_writable_store(engine: Engine) -> None:
+    """Refuse, without changing anything, what a command continuing a run cannot use: no
+    store at all, a newer or unversioned schema (an older one is upgraded later)."""
+    url = engine_facts(engine).url
+    with engine.connect() as conn:
+        status = schema_status(conn)
+    _refuse_unusable(status, url)
+    if status.empty:
+        raise SchemaMissing(url, "holds no assetcast store (nothing recorded there yet)")
 
 
 def _lock_schema(conn: Connection) -> None:
@@ -145,17 +160,72 @@ def upgrade_engine(engine: Engine) -> str:
     return head
 
 
-def ensure_schema(engine: Engine) -> None:
-    """Cheap check first (a read), upgrade only when the database is empty or behind."""
+def ensure_schema(engine: Engine, *, create: bool = True) -> None:
+    """Cheap check first (a read), upgrade only when the database is empty or behind.
+
+    ``create=False``: an empty database is refused instead of given a schema (commands
+    that continue an existing run have nothing to do in one)."""
     with engine.connect() as conn:
         status = schema_status(conn)
-    _refuse_unusable(status, engine_facts(engine).url)
+    url = engine_facts(engine).url
+    _refuse_unusable(status, url)
+    if status.empty and not create:
+        raise SchemaMissing(url, "holds no assetcast store (nothing recorded there yet)")
     if not status.at_head:
         upgrade_engine(engine)
 
 
+def create_sqlite_store(url: str | None) -> None:
+    """A new SQLite database appears complete (schema at head) or not at all.
+
+    The schema is built in a temporary file beside it and hard-linked into place, so a
+    full disk or a crash while creating it leaves nothing behind, and a concurrent
+    opener never sees a half-made schema. If another process created the database
+    meanwhile, theirs is kept. Anything that is not a missing SQLite file is left to
+    the ordinary opening path (which also reports why a path is unusable).
+    """
+    parsed = parse_url(url)
+    path = sqlite_path(parsed)
+    if path is None or path.exists() or not path.parent.is_dir():
+        return
+    shown = parsed.render_as_string(hide_password=True)
+    temporary = path.with_name(f".{path.name}.creating-{secrets.token_hex(6)}")
+    engine = make_engine(
+        parsed.set(database=str(temporary)).render_as_string(hide_password=False),
+        shown_as=shown,
+    )
+    try:
+        try:
+            upgrade_engine(engine)
+        finally:
+            engine.dispose()  # the last connection checkpoints and removes -wal/-shm
+        _fsync(temporary)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return  # another process created it first: use theirs
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+                raise
+            return  # no hard links here: the ordinary path creates it in place
+        _fsync(path.parent)
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{temporary}{suffix}")
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def upgrade(url: str | None = None) -> str:
     """Upgrade the database at ``url`` to head; return the revision it is now at."""
+    create_sqlite_store(url)
     engine = make_engine(url)
     try:
         return upgrade_engine(engine)

@@ -38,6 +38,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from store.errors import (
     DatabaseNotFound,
+    DatabaseReadOnly,
     DriverMissing,
     InvalidStoreURL,
     NotADatabase,
@@ -194,6 +195,29 @@ def _check_header(url: str, path: Path) -> None:
         raise NotADatabase(url, f"{path} is not a SQLite database file (no SQLite header)")
 
 
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _require_writable(url: str, path: Path, exists: bool) -> None:
+    """A writer needs the file and its directory (SQLite's journal lives beside it)."""
+    directory = path.parent
+    if _read_only_fs(directory):
+        raise DatabaseReadOnly(
+            url, f"{directory} is on a read-only filesystem; only read-only commands "
+            "(runs, show, events, audit, forensics, verify) work there",
+        )
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise DatabaseReadOnly(url, f"directory {directory} is not writable")
+    if exists and not os.access(path, os.W_OK):
+        raise DatabaseReadOnly(
+            url, f"{path} is not writable; only read-only commands work on it"
+        )
+
+
 def _read_only_sqlite_url(parsed: URL, path: Path) -> tuple[URL, bool]:
     """How to open ``path`` without writing anything: (URL, whether it is a URI).
 
@@ -205,10 +229,7 @@ def _read_only_sqlite_url(parsed: URL, path: Path) -> tuple[URL, bool]:
     because ``mode=ro`` on a WAL database cannot create its ``-shm`` file there.
     """
     directory = path.parent
-    try:
-        read_only_fs = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        read_only_fs = False
+    read_only_fs = _read_only_fs(path)
     writable = (
         not read_only_fs and os.access(path, os.W_OK) and os.access(directory, os.W_OK)
     )
@@ -237,30 +258,35 @@ def _busy_ms(parsed: URL, url: str) -> int:
 
 
 def make_engine(
-    url: str | None = None, *, read_only: bool = False, must_exist: bool = False
+    url: str | None = None, *, read_only: bool = False, must_exist: bool = False,
+    shown_as: str | None = None,
 ) -> Engine:
     """An engine for ``url``, or a StoreAccessError naming the URL and what is wrong.
 
     ``must_exist`` (implied by ``read_only``): a missing SQLite file is DatabaseNotFound
-    instead of a new empty database.
+    instead of a new empty database. ``shown_as``: the URL messages name instead (a
+    database being built under a temporary name is reported under its real one).
     """
     parsed = parse_url(url)
-    shown = parsed.render_as_string(hide_password=True)
+    shown = shown_as or parsed.render_as_string(hide_password=True)
     busy_ms = BUSY_TIMEOUT_MS
     target = parsed
+    path: Path | None = None
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite:
         busy_ms = _busy_ms(parsed, shown)
         path = sqlite_path(parsed)
         if path is not None:
-            sqlite_target(shown, path, must_exist=must_exist or read_only)
+            exists = sqlite_target(shown, path, must_exist=must_exist or read_only)
             if read_only:
                 target, _uri = _read_only_sqlite_url(parsed, path)
+            else:
+                _require_writable(shown, path, exists)
         elif read_only and (parsed.database or "").startswith("file:"):
             target = parsed.update_query_dict({"mode": "ro"})
     engine = _create(target, shown)
     _DISPLAY[engine] = EngineFacts(shown, busy_ms, read_only)
-    _translate_errors(engine, shown, busy_ms, parsed.password)
+    _translate_errors(engine, shown, busy_ms, parsed.password, path)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine, busy_ms, read_only)
     elif read_only and engine.dialect.name == "postgresql":
@@ -285,12 +311,14 @@ def _create(target: URL, shown: str) -> Engine:
         raise InvalidStoreURL(shown, first) from None
 
 
-def _translate_errors(engine: Engine, shown: str, busy_ms: int, password: str | None) -> None:
+def _translate_errors(
+    engine: Engine, shown: str, busy_ms: int, password: str | None, path: Path | None
+) -> None:
     @event.listens_for(engine, "handle_error")
     def _on_error(context) -> None:  # type: ignore[no-untyped-def]
         precise = translate(
             context.original_exception, shown, connecting=context.connection is None,
-            busy_ms=busy_ms, password=password,
+            busy_ms=busy_ms, password=password, path=path,
         )
         if precise is not None:
             raise precise from context.original_exception

@@ -12,9 +12,14 @@ are deliberately *not* translated: the append path maps those to ConcurrencyErro
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from domain.errors import StoreError
+
+# Below this much free space an I/O error while writing is the disk being full.
+_LOW_SPACE_BYTES = 1 << 20
 
 _PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 
@@ -117,15 +122,24 @@ def busy_text(busy_ms: int) -> str:
 
 def translate(
     error: BaseException, url: str, *, connecting: bool = False, busy_ms: int = 0,
-    password: str | None = None,
+    password: str | None = None, path: Path | None = None,
 ) -> StoreAccessError | None:
     """The precise error for a driver exception, or None to keep the original.
 
     ``connecting``: the error happened while opening a connection, so any operational
-    failure means the database could not be reached at all.
+    failure means the database could not be reached at all. ``path``: the SQLite file,
+    whose filesystem is asked for free space when SQLite reports only an I/O error (a
+    full tmpfs fails WAL writes as ``SQLITE_IOERR_*``, not ``SQLITE_FULL``).
     """
     name = getattr(error, "sqlite_errorname", None)
     if name is not None:
+        if str(name).startswith("SQLITE_IOERR") and path is not None:
+            free = _free_bytes(path.parent)
+            if free is not None and free < _LOW_SPACE_BYTES:
+                return DatabaseFull(
+                    url, f"no space left for the database: {free} bytes free on the "
+                    f"filesystem of {path.parent} ({name}: {_first_line(error)})",
+                )
         return _translate_sqlite(error, str(name), url, busy_ms)
     sqlstate = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
     message = _scrub(_first_line(error), password)
@@ -138,10 +152,18 @@ def translate(
     return None
 
 
+def _free_bytes(directory: Path) -> int | None:
+    try:
+        info = os.statvfs(directory)
+    except OSError:
+        return None
+    return info.f_bavail * info.f_frsize
+
+
 def _translate_sqlite(
     error: BaseException, name: str, url: str, busy_ms: int
 ) -> StoreAccessError | None:
-    message = _first_line(error)
+    message = f"{name}: {_first_line(error)}"
     if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED"):
         return DatabaseLocked(
             url, f"another process held the write lock for longer than the "

@@ -25,7 +25,12 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from domain.errors import ConcurrencyError, LeaseHeld
 from domain.events import SCHEMA_VERSION
 from domain.state import RunState
-from store.admin import check_readable, ensure_schema
+from store.admin import (
+    check_readable,
+    check_writable_store,
+    create_sqlite_store,
+    ensure_schema,
+)
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.engine import is_write_conflict, make_engine, safe_url
 from store.errors import DatabaseLocked
@@ -98,12 +103,22 @@ class EventStore(StoreCore):
     ) -> None:
         super().__init__()
         self.read_only = read_only
+        if must_exist and not read_only and engine is None:
+            # Look before the writer connects: connecting switches the file to WAL, which
+            # must not happen to a database that is then refused.
+            probe = make_engine(url, read_only=True)
+            try:
+                check_writable_store(probe)
+            finally:
+                probe.dispose()
+        elif engine is None and not read_only:
+            create_sqlite_store(url)
         self.engine = engine or make_engine(url, read_only=read_only, must_exist=must_exist)
         try:
             if read_only:
                 check_readable(self.engine)
             else:
-                ensure_schema(self.engine)
+                ensure_schema(self.engine, create=not must_exist)
         except BaseException:
             self.engine.dispose()
             raise

@@ -21,8 +21,5 @@ class UnreadableRuns(AssetcastError):
     """
 
     def __init__(self, unreadable: list[dict]) -> None:
-        self.lines = [
-            f"run {u['run_id']!r} left out: its event seq {u['seq']} cannot be read: {u['reason']}"
-            for u in unreadable
-        ]
+        self.lines = [f"left out of the report: {u['reason']}" for u in unreadable]
         super().__init__("; ".join(self.lines))
