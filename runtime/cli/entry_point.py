@@ -31,6 +31,7 @@ from runtime.cli.output import one_line
 from runtime.cli.parser import build_parser
 from runtime.cli.plugins import load_plugins, plugin_names
 from runtime.cli.run_commands import RUN_HANDLERS
+from runtime.cli.store_access import close_stores
 from runtime.logging import configure_logging
 
 log = structlog.get_logger(__name__)
@@ -46,6 +47,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help / --version
         return int(exit_.code or 0)
     configure_logging(level=args.log_level, json_lines=args.log_json)
+    try:
+        return _run(args)
+    finally:
+        close_stores(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         load_plugins(plugin_names(args.plugin))
         return int(args.handler(args))

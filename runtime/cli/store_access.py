@@ -40,7 +40,28 @@ def open_store(url: str, *, create: bool = False, read_only: bool = False) -> An
 
 def open_for_reading(args: argparse.Namespace) -> Any:
     """The store of a read-only command (``runs``, ``show``, ``events``, ...)."""
-    return open_store(db_url(args), read_only=True)
+    return _remember(args, open_store(db_url(args), read_only=True))
+
+
+def open_for_writing(args: argparse.Namespace, *, create: bool = False) -> Any:
+    """The store of a command that records events (``create``: may make a new database)."""
+    return _remember(args, open_store(db_url(args), create=create))
+
+
+def _remember(args: argparse.Namespace, store: Any) -> Any:
+    """Closed by ``main`` when the command ends: SQLite removes its ``-wal``/``-shm`` files
+    only when the last connection closes, so a store left to the garbage collector could
+    leave them behind next to a database that was only read."""
+    vars(args).setdefault("opened_stores", []).append(store)
+    return store
+
+
+def close_stores(args: argparse.Namespace) -> None:
+    for store in vars(args).pop("opened_stores", []):
+        try:
+            store.close()
+        except Exception:  # noqa: BLE001, S110 - the command's outcome is already decided
+            pass
 
 
 def _unknown_run(run_id: str) -> UnknownRun:
