@@ -474,3 +474,76 @@ def test_a_filesystem_too_small_for_the_schema_is_one_line_and_leaves_nothing(
             f"ls -A {tiny} >&2\nexit 0\n: ", "--version",
         )
         assert listing.stderr == "", listing.stderr
+
+
+@pytest.mark.timeout(300)
+def test_a_run_whose_failure_could_not_be_recorded_says_so_not_see_forensics(
+    tmp_path: Path,
+) -> None:
+    """Another process takes the write lock right after ``RunCreated`` and keeps it: the
+    preparer cannot append its next event, nor ``RunFailed``. The message must say the
+    failure is not in the log, and must not send the user to a recorded failure."""
+    from runtime.demo import demo_task_text
+
+    catalog = tmp_path / "catalog"
+    assert main(["catalog", "demo", str(catalog)]) == 0
+    task = tmp_path / "task.yaml"
+    task.write_text(demo_task_text())
+    path = tmp_path / "a.db"
+    url = f"sqlite:///{path}"
+    prepare = subprocess.Popen(
+        [sys.executable, "-m", "runtime.cli", "prepare", str(task), "--catalog",
+         f"item={catalog}", "--catalog", f"bin={catalog}", "--out", str(tmp_path / "out"),
+         "--db", f"{url}?timeout=0.5", "--log-level", "critical"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    lock = None
+    try:
+        deadline = time.monotonic() + 120
+        while lock is None and time.monotonic() < deadline and prepare.poll() is None:
+            if path.exists():
+                conn = sqlite3.connect(path, isolation_level=None, timeout=10)
+                try:
+                    created = conn.execute(
+                        "SELECT count(*) FROM events WHERE type = 'RunCreated'"
+                    ).fetchone()[0]
+                except sqlite3.OperationalError:  # schema not there yet
+                    created = 0
+                if created:
+                    conn.execute("BEGIN IMMEDIATE")
+                    lock = conn
+                    break
+                conn.close()
+            time.sleep(0.005)
+        assert lock is not None, "the preparer finished before the lock could be taken"
+        _out, err = prepare.communicate(timeout=240)
+    finally:
+        if prepare.poll() is None:
+            prepare.kill()
+        if lock is not None:
+            lock.close()
+    [run] = _run_ids(url)
+    assert prepare.returncode == 1, err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"assetcast: run {run} stopped: DatabaseLocked: database {url}")
+    assert lines[0].endswith(
+        f"(its failure could not be recorded; `assetcast forensics {run}` shows what the log "
+        "holds)"
+    )
+    assert "RunFailed" not in _types(url, run)
+
+
+def _run_ids(url: str) -> list[str]:
+    from store import EventStore
+
+    with EventStore(url, read_only=True) as store:
+        return [s.run_id for s in store.list_runs()]
+
+
+def _types(url: str, run_id: str) -> list[str]:
+    from store import EventStore
+
+    with EventStore(url, read_only=True) as store:
+        return [e.type for e in store.read(run_id)]
