@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from domain.canonical import canonical_json
-from domain.errors import UnknownRun
+from domain.errors import EventSchemaError, UnknownRun
 from runtime.cli.batch_table import digest_table
-from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
+from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UnreadableRuns, UsageError
 from runtime.cli.output import out, out_block, table
-from runtime.cli.store_access import db_url, open_store, read_run, require_run, unknown_run
+from runtime.cli.store_access import open_for_reading, read_run, require_run, unknown_run
 from runtime.files import report_text
-from store.projections.audit import event_time
+from store.projections.audit import event_time, unreadable_entry
 
 
 def _summary_of_row(store: Any, row: Any) -> dict[str, Any]:
@@ -49,12 +49,26 @@ def _summary_of_row(store: Any, row: Any) -> dict[str, Any]:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
-    summaries = [_summary_of_row(store, row) for row in store.list_runs()]
+    """From the ``runs`` table alone (its cached counts), so listing a year of history reads
+    no event; only a row from before the counts were cached folds its run's tail."""
+    store = open_for_reading(args)
+    summaries, unreadable = [], []
+    for row in store.list_runs():
+        try:
+            summaries.append(_summary_of_row(store, row))
+        except EventSchemaError as error:
+            unreadable.append(unreadable_entry(row.run_id, error))
     summaries.sort(key=lambda s: (s["created_at"] or "", s["run_id"]))
     if args.json:
         out_block(report_text(summaries))
-        return EXIT_OK
+    else:
+        _runs_table(summaries)
+    if unreadable:
+        raise UnreadableRuns(unreadable)
+    return EXIT_OK
+
+
+def _runs_table(summaries: list[dict[str, Any]]) -> None:
     rows = [
         [
             s["run_id"],
@@ -67,7 +81,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for s in summaries
     ]
     out_block(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
-    return EXIT_OK
 
 
 def _project(store: Any, run_id: str, kind: str) -> Any:
@@ -79,7 +92,7 @@ def _project(store: Any, run_id: str, kind: str) -> Any:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     digest = _project(store, args.run_id, "digest")
     if args.json:
         # The full report is as long as the run's episode list: streamed, never the log.
@@ -121,7 +134,7 @@ def _compact(payload: Any, limit: int = 160) -> str:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     require_run(store, args.run_id)
     events: Iterable[Any] = store.iter_events(args.run_id)
     wanted = {t for value in args.type or [] for t in value.split(",") if t}
@@ -150,10 +163,17 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     from store.projections.audit import audit
 
-    report = audit(open_store(db_url(args)))
+    report = audit(open_for_reading(args))
     if args.json:
         sys.stdout.write(report_text(report))
-        return EXIT_OK
+    else:
+        _audit_table(report)
+    if report["unreadable_runs"]:
+        raise UnreadableRuns(report["unreadable_runs"])
+    return EXIT_OK
+
+
+def _audit_table(report: dict[str, Any]) -> None:
     rows = []
     for a in report["assets"]:
         reasons = sorted({str(r["code"]) for r in a["rejections"]})
@@ -177,11 +197,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 f"rejected candidate {candidate['role']}/{candidate['candidate_id']} "
                 f"({r['run_id']}, {r['stage']}): {r['code']}: {r['detail']}"
             )
-    return EXIT_OK
 
 
 def cmd_forensics(args: argparse.Namespace) -> int:
-    report = _project(open_store(db_url(args)), args.run_id, "forensics").report()
+    report = _project(open_for_reading(args), args.run_id, "forensics").report()
     if args.json:
         sys.stdout.write(report_text(report))
         return EXIT_OK
@@ -226,7 +245,7 @@ def cmd_forensics(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from runtime.verify import verify_events
 
-    events = read_run(open_store(db_url(args)), args.run_id)
+    events = read_run(open_for_reading(args), args.run_id)
     result = verify_events(args.run_id, events)
     for problem in result.problems:
         out(f"problem: {problem}")

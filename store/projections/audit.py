@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from domain.errors import EventSchemaError
+
 AUDIT_SCHEMA_VERSION = 1
 
 # Which state each lifecycle event leaves a run in (RunResumed names its own target).
@@ -250,6 +252,26 @@ class _Audit:
         self.runs.append(summary)
         _audit_run(run_id, events, self.assets, self.unprepared)
 
+    def absorb(self, part: _Audit) -> None:
+        """Add another accumulation (one run's) to this one, as if added here directly."""
+        self.runs += part.runs
+        for key, entry in part.assets.items():
+            mine = self.assets.get(key)
+            if mine is None:
+                self.assets[key] = entry
+                continue
+            for name in ("roles", "prepared_for_roles", "prepared_in_runs", "runs"):
+                mine[name] |= entry[name]
+            mine["batches"] += entry["batches"]
+            mine["rejections"] += entry["rejections"]
+            mine["episodes_attempted"] += entry["episodes_attempted"]
+            mine["episodes_accepted"] += entry["episodes_accepted"]
+        for key, slot in part.unprepared.items():
+            if key in self.unprepared:
+                self.unprepared[key]["rejections"] += slot["rejections"]
+            else:
+                self.unprepared[key] = slot
+
     def report(self) -> dict[str, Any]:
         asset_rows = []
         for key in sorted(self.assets):
@@ -284,11 +306,44 @@ class ReadableStore(Protocol):
     def project(self, run_id: str, kind: str) -> Any: ...
 
 
+def unreadable_entry(run_id: str, error: EventSchemaError) -> dict[str, Any]:
+    """How a report names a run whose log could not be decoded: run, seq, reason."""
+    return {"run_id": run_id, "seq": error.seq, "reason": str(error)}
+
+
+def read_logs(store: ReadableStore) -> tuple[dict[str, Sequence[Any]], list[dict[str, Any]]]:
+    """Every run's log, and the runs whose log holds an event that cannot be decoded.
+
+    One corrupt row must not hide every other run: the broken run is set aside with the
+    first bad event (run, seq, reason) and the others are still read.
+    """
+    logs: dict[str, Sequence[Any]] = {}
+    unreadable = []
+    for summary in store.list_runs():
+        run_id = summary if isinstance(summary, str) else summary.run_id
+        try:
+            logs[run_id] = store.read(run_id)
+        except EventSchemaError as error:
+            unreadable.append(unreadable_entry(run_id, error))
+    return logs, unreadable
+
+
 def audit(store: ReadableStore) -> dict[str, Any]:
-    """Audit every run in ``store``: each run's summary from its snapshotted digest, its
-    asset facts from one streamed pass over its log (memory: the answer, not the logs)."""
+    """Audit every readable run in ``store``: each run's summary from its snapshotted digest,
+    its asset facts from one streamed pass over its log (memory: the answer, not the logs).
+    A run whose log holds an event that cannot be decoded is left out whole and named in
+    ``unreadable_runs`` (run, first bad seq, reason); the others are still audited."""
     accumulated = _Audit()
+    unreadable = []
     for run_id in sorted(store.run_ids()):
-        summary = store.project(run_id, "digest").summary(run_id)
-        accumulated.add(run_id, summary, store.iter_events(run_id))
-    return accumulated.report()
+        part = _Audit()
+        try:
+            part.add(run_id, store.project(run_id, "digest").summary(run_id),
+                     store.iter_events(run_id))
+        except EventSchemaError as error:
+            unreadable.append(unreadable_entry(run_id, error))
+            continue
+        accumulated.absorb(part)
+    report = accumulated.report()
+    report["unreadable_runs"] = unreadable
+    return report
