@@ -326,14 +326,15 @@ def _catalog_of(root: Path, count: int) -> list[Path]:
 
 def _preparation(count: int) -> None:
     """Cold preparation of ``count`` packages: serial (one fsync per file, as before) vs the
-    process pool with batched durability, next to a raw copy + SHA-256 of the same files."""
+    process pool (workers stage, this process publishes each chunk with one sync before and
+    one after the renames), next to a raw copy + SHA-256 of the same files."""
     import hashlib
     import tempfile
 
     from domain.assets import AssetQuery, PreparationContext
     from runtime.assets.providers import DirectoryAssetProvider
     from runtime.preparation.parallel import WORKERS_ENV, MaterializerPool
-    from runtime.syncfs import make_entries_durable, syncfs_available
+    from runtime.syncfs import syncfs_available
 
     with tempfile.TemporaryDirectory(prefix="bench-history-prep-", dir="/tmp") as tmp:
         root = Path(tmp)
@@ -351,13 +352,11 @@ def _preparation(count: int) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
 
-        def pooled(workers: int, tag: str, batched: bool = False) -> None:
+        def pooled(workers: int, tag: str) -> None:
             os.environ[WORKERS_ENV] = str(workers)
-            context = PreparationContext(str(root / f"cache-{tag}"), batched_sync=batched)
+            context = PreparationContext(str(root / f"cache-{tag}"))
             with MaterializerPool() as pool:
                 outcomes = [o for c in pool.materialize(provider, candidates, context) for o in c]
-            if batched and workers == 1:
-                make_entries_durable(Path(context.cache_dir))
             failed = [o for o in outcomes if isinstance(o, tuple)]
             if failed:
                 raise SystemExit(f"{len(failed)} packages failed: {failed[0]}")
@@ -367,7 +366,6 @@ def _preparation(count: int) -> None:
         for label, run in (
             ("raw copy + sha256", raw),
             ("serial, fsync per file (before)", lambda: pooled(1, "serial")),
-            ("serial, batched durability", lambda: pooled(1, "serial-batched", True)),
             (f"pool of {cores}, batched durability (after)", lambda: pooled(cores, "pool")),
         ):
             started = time.perf_counter()

@@ -54,9 +54,10 @@ def _row(obj: Any, names: tuple[str, ...]) -> list[Any]:
 
 
 def _build(cls: type, names: tuple[str, ...], values: Any) -> Any:
-    if not isinstance(values, list) or len(values) != len(names):
+    # Positional: the dataclasses' field order is their __init__ order (and the encoding's).
+    if type(values) is not list or len(values) != len(names):
         raise SnapshotCorrupt(f"{cls.__name__}: expected {len(names)} values")
-    return cls(**dict(zip(names, values, strict=True)))
+    return cls(*values)
 
 
 def encode_state(state: RunState) -> dict[str, Any]:
@@ -92,9 +93,12 @@ def _decode(run_id: str, body: Any) -> Folder:
     for values in body["batches"]:
         batch = _build(BatchState, _BATCH_FIELDS, values)
         state.batches[batch.batch_index] = batch
-    for values in body["episodes"]:
-        episode = _build(EpisodeState, _EPISODE_FIELDS, values)
-        state.episodes[(episode.batch_index, episode.episode_index)] = episode
+    width, episodes = len(_EPISODE_FIELDS), state.episodes
+    for values in body["episodes"]:  # the bulk of a long run: _build inlined
+        if type(values) is not list or len(values) != width:
+            raise SnapshotCorrupt(f"EpisodeState: expected {width} values")
+        episode = EpisodeState(*values)
+        episodes[(episode.batch_index, episode.episode_index)] = episode
     for role, values in body["candidates"].items():
         state.candidates[role] = _build(RoleCandidates, _ROLE_FIELDS, values)
     state.sessions = [_build(Session, _SESSION_FIELDS, values) for values in body["sessions"]]

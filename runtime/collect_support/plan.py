@@ -155,11 +155,11 @@ def plan_from_state(
         record_trajectory=record,
         sessions=sum(1 for s in state.sessions if s.kind == "CollectionStarted"),
     )
-    for (batch_index, episode_index), episode in sorted(state.episodes.items()):
+    for key, episode in state.episodes.items():  # order is irrelevant: keyed lookups, counts
         if episode.done:
             committed = dict(episode.committed) if episode.committed is not None else None
             plan.record_done(
-                batch_index, episode_index,
+                key[0], key[1],
                 EpisodeRecord(bool(episode.accepted), committed, episode.reset_submitted),
             )
     plan.finished_batches = {
