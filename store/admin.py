@@ -15,22 +15,31 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
 import migrations
 from store.engine import engine_facts, make_engine, parse_url, resolve_url, sqlite_path
 from store.errors import DatabaseNotFound, SchemaMissing, SchemaOutdated, SchemaTooNew
 from store.tables import STORE_METADATA
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Alembic (and Mako and Pygments behind it) is most of a read-only command's start-up, so it
+# is imported only to upgrade: the revision graph is read from the revision files' own
+# ``revision``/``down_revision`` lines (a test checks the answer is Alembic's) and the current
+# revision from ``alembic_version`` with one SELECT.
+_REVISION_LINE = re.compile(
+    r'^(down_revision|revision)\s*(?::[^=]*)?=\s*["\']?([\w.-]+|None)["\']?', re.MULTILINE
+)
 
 # PostgreSQL advisory lock key serializing schema upgrades (ASCII "astcast").
 _UPGRADE_LOCK_KEY = 0x61737463617374
@@ -39,6 +48,8 @@ _STORE_TABLES = frozenset(STORE_METADATA.tables)
 
 def alembic_config(url: str | None = None) -> Config:
     """An Alembic Config built in code (no alembic.ini or CWD needed)."""
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(Path(migrations.__file__).resolve().parent))
     cfg.set_main_option("sqlalchemy.url", resolve_url(url).replace("%", "%%"))
@@ -46,18 +57,26 @@ def alembic_config(url: str | None = None) -> Config:
 
 
 @lru_cache(maxsize=1)
-def _script() -> ScriptDirectory:
-    return ScriptDirectory.from_config(alembic_config())
+def _revision_graph() -> dict[str, str | None]:
+    """revision -> down_revision, from the files in ``migrations/versions``."""
+    graph: dict[str, str | None] = {}
+    for path in sorted((Path(migrations.__file__).resolve().parent / "versions").glob("*.py")):
+        found = dict(_REVISION_LINE.findall(path.read_text(encoding="utf-8")))
+        if "revision" in found:
+            down = found.get("down_revision")
+            graph[found["revision"]] = None if down in (None, "None") else down
+    return graph
 
 
 def head_revision() -> str:
-    head = _script().get_current_head()
-    assert head is not None, "migrations/versions holds no revision"
-    return head
+    graph = _revision_graph()
+    heads = set(graph) - {down for down in graph.values() if down}
+    assert len(heads) == 1, f"migrations/versions has heads {sorted(heads)}"
+    return next(iter(heads))
 
 
 def known_revisions() -> frozenset[str]:
-    return frozenset(r.revision for r in _script().walk_revisions())
+    return frozenset(_revision_graph())
 
 
 @dataclass(frozen=True)
@@ -87,7 +106,8 @@ def schema_status(conn: Connection) -> SchemaStatus:
     versioned = "alembic_version" in tables
     revisions: tuple[str, ...] = ()
     if versioned:
-        revisions = tuple(sorted(MigrationContext.configure(conn).get_current_heads()))
+        rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars()
+        revisions = tuple(sorted(rows))
     return SchemaStatus(revisions, versioned, tuple(sorted(tables & _STORE_TABLES)))
 
 
@@ -154,6 +174,8 @@ def upgrade_engine(engine: Engine) -> str:
             _refuse_unusable(status, url)
             if status.at_head:
                 return head
+            from alembic import command
+
             cfg = alembic_config(str(engine.url))
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")

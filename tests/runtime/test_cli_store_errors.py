@@ -218,9 +218,9 @@ def test_assetcast_tables_without_a_revision_are_refused(
     _revision(tmp_path / "a.db", statement)
     before = tree(tmp_path)
     message = (
-        f"database {url}: has assetcast tables (events, leases, runs, snapshots) but its alembic_version "
-        f"table {state}, so its schema revision is unknown (not created by assetcast's "
-        "migrations): refusing to use or migrate it"
+        f"database {url}: has assetcast tables (events, leases, runs, snapshots) but its "
+        f"alembic_version table {state}, so its schema revision is unknown (not created by "
+        "assetcast's migrations): refusing to use or migrate it"
     )
     for command in ALL_COMMANDS:
         _one_line_error(capsys, [*command, "--db", url], message)

@@ -111,3 +111,15 @@ def test_head_revision_read_from_the_files_is_alembics() -> None:
     from store.admin import alembic_config
 
     assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def test_revision_graph_read_from_the_files_is_alembics() -> None:
+    """store.admin reads the revision files itself (so read-only commands need no Alembic);
+    its answer must be Alembic's."""
+    from alembic.script import ScriptDirectory
+
+    from store.admin import alembic_config, known_revisions
+
+    script = ScriptDirectory.from_config(alembic_config())
+    assert head_revision() == script.get_current_head()
+    assert known_revisions() == {r.revision for r in script.walk_revisions()}
