@@ -125,7 +125,7 @@ def _inside(root: Path, relpath: str, what: str) -> Path:
 
 def _load_mesh(path: Path) -> trimesh.Trimesh:
     try:
-        mesh = trimesh.load(str(path), force="mesh", process=False)
+        mesh = trimesh.load(str(path), force="mesh", process=False, skip_materials=True)
     except Exception as error:  # trimesh raises many types for bad files
         raise SceneBuildError(f"{path}: cannot load mesh ({error})") from error
     if not isinstance(mesh, trimesh.Trimesh) or len(mesh.vertices) < 4:

@@ -28,6 +28,7 @@ from runtime.prepare import prepare
 from runtime.taskfile import MAX_TASK_DEPTH, load_task
 from store import EventStore, InMemoryEventStore
 from tests.runtime.hostile_support import (
+    BOX,
     binary_stl,
     can_mknod,
     descriptor,
@@ -344,3 +345,37 @@ def test_catalog_check_takes_the_limits(tmp_path: Path, capsys: pytest.CaptureFi
         " (max_mesh_faces)\n"
     )
     assert main(["catalog", "check", str(tmp_path / "cat"), "--max-mesh-faces", "12"]) == 0
+
+
+def test_preparation_never_decodes_a_texture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A texture can be a decompression bomb (a tiny PNG declaring 100000 x 100000 pixels);
+    preparation needs geometry only, so the loader never even resolves the material file
+    (the references were already checked to stay inside the package)."""
+    import zlib
+
+    import trimesh.resolvers
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 6, 0, 0, 0)
+    bomb = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+    bomb += chunk(b"IDAT", zlib.compress(b"\0" * 1024)) + chunk(b"IEND", b"")
+
+    resolved: list[object] = []
+    real_get = trimesh.resolvers.FilePathResolver.get
+
+    def spy(self: object, name: str) -> bytes:  # the loader swallows errors: record instead
+        resolved.append(name)
+        return real_get(self, name)
+
+    monkeypatch.setattr(trimesh.resolvers.FilePathResolver, "get", spy)
+    text = "mtllib mesh.mtl\nusemtl skin\n" + obj_bytes(BOX.vertices, BOX.faces).decode()
+    package = write_package(tmp_path / "textured", mesh=text.encode())
+    (package / "mesh.mtl").write_text("newmtl skin\nmap_Kd bomb.png\n")
+    (package / "bomb.png").write_bytes(bomb)
+    _prepare_file(package, tmp_path)
+    assert resolved == []
