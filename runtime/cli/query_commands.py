@@ -13,23 +13,27 @@ from typing import Any
 
 from domain.canonical import canonical_json
 from runtime.cli.batch_table import batch_table
-from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
+from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UnreadableRuns, UsageError
 from runtime.cli.output import out, out_block, table
-from runtime.cli.store_access import db_url, open_store, read_run
+from runtime.cli.store_access import open_for_reading, read_run
 from runtime.files import report_text
-from store.projections.audit import event_time, run_summary
+from store.projections.audit import event_time, read_logs, run_summary
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
-    summaries = []
-    for entry in store.list_runs():
-        run_id = entry if isinstance(entry, str) else entry.run_id
-        summaries.append(run_summary(run_id, list(store.read(run_id))))
+    logs, unreadable = read_logs(open_for_reading(args))
+    summaries = [run_summary(run_id, list(events)) for run_id, events in logs.items()]
     summaries.sort(key=lambda s: (s["created_at"] or "", s["run_id"]))
     if args.json:
         out_block(report_text(summaries))
-        return EXIT_OK
+    else:
+        _runs_table(summaries)
+    if unreadable:
+        raise UnreadableRuns(unreadable)
+    return EXIT_OK
+
+
+def _runs_table(summaries: list[dict[str, Any]]) -> None:
     rows = [
         [
             s["run_id"],
@@ -42,11 +46,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for s in summaries
     ]
     out_block(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
-    return EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     events = read_run(store, args.run_id)
     if args.json:
         if any(e.type == "CollectionStarted" for e in events):
@@ -88,7 +91,7 @@ def _compact(payload: Any, limit: int = 160) -> str:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     events = read_run(store, args.run_id)
     wanted = {t for value in args.type or [] for t in value.split(",") if t}
     if wanted:
@@ -116,10 +119,17 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     from store.projections.audit import audit
 
-    report = audit(open_store(db_url(args)))
+    report = audit(open_for_reading(args))
     if args.json:
         sys.stdout.write(report_text(report))
-        return EXIT_OK
+    else:
+        _audit_table(report)
+    if report["unreadable_runs"]:
+        raise UnreadableRuns(report["unreadable_runs"])
+    return EXIT_OK
+
+
+def _audit_table(report: dict[str, Any]) -> None:
     rows = []
     for a in report["assets"]:
         reasons = sorted({str(r["code"]) for r in a["rejections"]})
@@ -143,13 +153,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 f"rejected candidate {candidate['role']}/{candidate['candidate_id']} "
                 f"({r['run_id']}, {r['stage']}): {r['code']}: {r['detail']}"
             )
-    return EXIT_OK
 
 
 def cmd_forensics(args: argparse.Namespace) -> int:
     from store.projections.forensics import forensics
 
-    report = forensics(read_run(open_store(db_url(args)), args.run_id))
+    report = forensics(read_run(open_for_reading(args), args.run_id))
     if args.json:
         sys.stdout.write(report_text(report))
         return EXIT_OK
@@ -194,7 +203,7 @@ def cmd_forensics(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from runtime.verify import verify_events
 
-    events = read_run(open_store(db_url(args)), args.run_id)
+    events = read_run(open_for_reading(args), args.run_id)
     result = verify_events(args.run_id, events)
     for problem in result.problems:
         out(f"problem: {problem}")
