@@ -580,6 +580,24 @@ class _Collector:
         return True
 
 
+def refuse_bad_collection_input(
+    plan: CollectionPlan,
+    initial_checks: Sequence[CheckSpec] | None,
+    final_checks: Sequence[CheckSpec] | None,
+    environment_factory: EnvironmentFactory | None,
+) -> tuple[tuple[CheckSpec, ...] | None, tuple[CheckSpec, ...] | None, EnvironmentFactory]:
+    """Every bad-input refusal of a collection (exit 2), so that a caller about to record
+    something (``resume`` appending ``RunResumed``) can make them all first."""
+    initial = _check_specs(initial_checks, "initial_checks")
+    final = _check_specs(final_checks, "final_checks")
+    factory = environment_factory or default_environment_factory
+    if not callable(factory):
+        raise CollectionRefused("environment_factory must be callable")
+    if environment_factory is None:
+        _require_registered(plan, initial, final)
+    return initial, final, factory
+
+
 def _require_registered(
     plan: CollectionPlan,
     initial: tuple[CheckSpec, ...] | None,
@@ -617,16 +635,12 @@ def run_collection(
     Committed trajectories are verified against disk first unless the caller did so;
     ``known_events`` (a prefix of the log the caller already read) saves re-reading it.
     """
-    initial = _check_specs(initial_checks, "initial_checks")
-    final = _check_specs(final_checks, "final_checks")
-    factory = environment_factory or default_environment_factory
-    if not callable(factory):
-        raise CollectionRefused("environment_factory must be callable")
     events = list(known_events)
     events += store.read(run_id, after_seq=events[-1].seq if events else 0)
     plan = read_plan(run_id, events, episodes_per_batch=episodes_per_batch)
-    if environment_factory is None:
-        _require_registered(plan, initial, final)
+    initial, final, factory = refuse_bad_collection_input(
+        plan, initial_checks, final_checks, environment_factory
+    )
     committed = plan.committed()
     if not verified:
         verify_committed(run_id, plan.output_dir, committed)
