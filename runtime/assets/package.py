@@ -20,7 +20,7 @@ from typing import Any
 from domain.assets import AssetDescriptor
 from domain.canonical import sha256_hex
 from domain.errors import AssetValidationError
-from domain.limits import MeshLimits
+from domain.limits import MeshLimits, MeshTooLarge
 from runtime.assets.mesh_counts import check_declared_counts
 from runtime.assets.references import check_reference_path, check_references, mesh_format
 from runtime.inputs.json_text import load_json_strict as _load_json
@@ -195,7 +195,9 @@ def read_package(package_dir: str | Path, limits: MeshLimits) -> PackageContents
     for entry in entries:
         try:
             check_references(entry, data)
-        except AssetValidationError as exc:
+            check_declared_counts(entry, data, limits, label=str(package_dir / entry))
+        except MeshTooLarge:
+            raise  # already names the file and the limit
+        except AssetValidationError as exc:  # names the package relpath: make it a full path
             raise AssetValidationError(f"{package_dir}/{exc}") from exc
-        check_declared_counts(entry, data, limits, label=str(package_dir / entry))
     return PackageContents(package_dir, data, digests, manifest)

@@ -379,3 +379,34 @@ def test_preparation_never_decodes_a_texture(
     (package / "bomb.png").write_bytes(bomb)
     _prepare_file(package, tmp_path)
     assert resolved == []
+
+
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        ([{"children": [1]}, {"children": [0], "mesh": 0}], "the node hierarchy has a cycle"),
+        ([{"children": [2]}, {"children": [2]}, {"mesh": 0}],
+         r"nodes\[2\] has more than one parent"),
+    ],
+)
+def test_gltf_node_graph_that_would_repeat_geometry_is_refused(
+    tmp_path: Path, nodes: list[dict[str, object]], message: str
+) -> None:
+    doc = {"asset": {"version": "2.0"}, "accessors": [{"count": 3}],
+           "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}], "nodes": nodes}
+    package = write_package(tmp_path / "graph", mesh=json.dumps(doc).encode(),
+                            visual="mesh.gltf",
+                            manifest={"descriptor": descriptor(), "visual_path": "mesh.gltf"})
+    with pytest.raises(AssetValidationError, match=rf"^{package}/mesh\.gltf: {message}$"):
+        _prepare_file(package, tmp_path)
+
+
+def test_oversized_gltf_json_is_refused_before_decoding(tmp_path: Path) -> None:
+    filler = "[" + ",".join(["0"] * (9 << 20)) + "]"  # 18 MB of zeros: ~75 MB as Python list
+    doc = '{"asset":{"version":"2.0"},"extras":' + filler + "}"
+    package = write_package(tmp_path / "fat", mesh=doc.encode(), visual="mesh.gltf",
+                            manifest={"descriptor": descriptor(), "visual_path": "mesh.gltf"})
+    with pytest.raises(
+        AssetValidationError, match=r"mesh\.gltf: glTF: JSON is larger than 16777216 bytes$"
+    ):
+        _prepare_file(package, tmp_path)
