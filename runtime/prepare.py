@@ -84,6 +84,9 @@ def prepare(
         raise AssetcastInputError(f"goal: expected 'prepare' or 'run', got {goal!r}")
     source = Path(task_path).resolve()
     spec = load_task(source)
+    from runtime.sim.robots import check_reach  # the simulator only loads for a real prepare
+
+    check_reach(spec, source=str(source))
     requirements = requirements_of(spec, source)
     check_providers(providers_by_role, requirements)
     output = check_output_dir(output_dir)
@@ -167,6 +170,9 @@ def resume_preparation(
     if _task_digest(source) != created["task_sha256"]:
         raise AssetcastInputError(f"{source}: task file changed since run {run_id} was created")
     spec = load_task(source)
+    from runtime.sim.robots import check_reach  # the simulator only loads for a real prepare
+
+    check_reach(spec, source=str(source))
     requirements = requirements_of(spec, source)
     cfg = CollectionConfig.from_dict(created["config"])
     if providers_by_role is None:

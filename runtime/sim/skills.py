@@ -84,7 +84,9 @@ def pick(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
             f"the gripper opens {opening:.3f} m (needs {2 * GRASP_MARGIN_M:.3f} m margin)",
         )
     closing_axis = rot[:, axis]
-    yaw = _half_turn(math.atan2(closing_axis[1], closing_axis[0]) - math.pi / 2)
+    yaw = env.robot.grasp_yaw(
+        _half_turn(math.atan2(closing_axis[1], closing_axis[0]) - math.pi / 2)
+    )
     centre = env.to_world(eid, (lower + upper) / 2)
     world_lo, world_hi = env.entity_world_aabb(eid)
     bottom, top = float(world_lo[2]), float(world_hi[2])
