@@ -1,9 +1,10 @@
 """Simulator throughput on the arm and the gantry, side by side in one run.
 
 Figures: physics steps/s inside episodes vs raw mj_step on the same compiled model (per
-robot); IK solve time per waypoint (median, p95) and the share of episode time spent in IK
-(arm); episodes/min of the demo task (block-040 into bin-180x140 from the demo catalog) on
-the arm vs the gantry.
+robot; the raw figure replays the last episode's actuator targets from its initial state, so
+both see the same contacts); IK solve time per waypoint (median, p95) and the share of
+episode time spent in IK (arm); episodes/min of the demo task (block-040 into bin-180x140
+from the demo catalog) on the arm vs the gantry.
 Run: .venv/bin/python bench/bench_sim.py [episodes]
 """
 
@@ -75,17 +76,23 @@ def _measure(deployment: Path, episodes: int) -> dict[str, Any]:
     episode_wall = time.perf_counter() - start
     ik_times = np.array(ik.stats.seconds) if ik is not None else np.zeros(0)
 
-    env.reset(0)
+    # Raw physics of the very same motion: replay the last episode's actuator targets from
+    # its initial state with bare mj_step, so contacts (grasp, bin) are the same as inside.
+    actions = recorder.to_payload({})["actions"].numpy()
+    env.reset(episodes - 1)
     model, data = env.model, env.data
+    actuators = env._actuators
     t0 = time.perf_counter()
-    for _ in range(program_steps // 10):
+    for ctrl in actions:
+        data.ctrl[actuators] = ctrl
         mujoco.mj_step(model, data, nstep=10)
     raw_wall = time.perf_counter() - t0
+    raw_steps = 10 * len(actions)
     return {
         "accepted": accepted,
         "steps_per_episode": program_steps / episodes,
         "in_episode": program_steps / program_wall,
-        "raw": program_steps / raw_wall,
+        "raw": raw_steps / raw_wall,
         "episode_wall": episode_wall,
         "ik": ik_times,
     }

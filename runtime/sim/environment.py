@@ -475,6 +475,18 @@ class TaskEnvironment:
             self.step_control(recorder)
         return False
 
+    def can_reach(self, **changes: float) -> bool:
+        """Whether the commanded TCP pose with ``changes`` (x, y, z, yaw, tilt) is reachable."""
+        pose = self.arm_targets()
+        for index, name in enumerate(("x", "y", "z", "yaw", "tilt")):
+            if name in changes:
+                pose[index] = changes[name]
+        try:
+            self.robot.solve(TcpPose.from_array(pose), self.data.ctrl[self._arm_actuators].copy())
+        except Unreachable:
+            return False
+        return True
+
     def set_fingers(
         self, recorder: TrajectoryRecorder | None, half_opening: float, intervals: int
     ) -> None:

@@ -254,6 +254,9 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
         _carry_over(
             env, recorder, aperture, float(aperture[2]) + 0.03, clear_z=target_top, align_to=target
         )
+        # Pouring works either way round; an arm may only reach one of them.
+        if not env.can_reach(tilt=tilt) and env.can_reach(tilt=-tilt):
+            tilt = -tilt
         env.move_tcp(recorder, tilt=tilt, speed_rad_s=1.5, waypoint="pour")
         env.hold(recorder, intervals=int(step.params.get("hold_intervals", 15)))
         env.move_tcp(recorder, tilt=0.0, speed_rad_s=1.5, waypoint="upright")

@@ -204,3 +204,106 @@ def test_arm_trajectory_bytes_are_identical_across_processes(
     env.run_program(recorder)
     here = commit_trajectory(recorder.to_payload({"seed": 3}), tmp_path / "here.pt")
     assert here.sha256 == digests[0]
+
+
+def test_pour_on_the_arm_tilts_the_hand_then_puts_the_object_back(tmp_path: Path) -> None:
+    deployment = write_deployment(
+        tmp_path / "pour",
+        item_size=(0.04, 0.04, 0.06),
+        robot=ARM,
+        program=[
+            {"skill": "pick", "object": "item"},
+            {"skill": "pour", "object": "item", "target": "bin", "params": {"tilt_deg": 90}},
+        ],
+    )
+    env = TaskEnvironment.from_deployment(deployment)
+    env.reset(1)
+    recorder = TrajectoryRecorder.for_environment(env)
+    tilts: list[float] = []
+    original = env.step_control
+
+    def watch(rec: TrajectoryRecorder | None) -> None:
+        original(rec)
+        tilts.append(float(env.tcp()[4]))
+
+    env.step_control = watch  # type: ignore[method-assign]
+    result = env.run_program(recorder)
+    assert result.completed, result.detail
+    assert max(abs(t) for t in tilts) == pytest.approx(np.pi / 2, abs=0.08)
+    assert abs(tilts[-1]) < 0.05
+    assert env.held is None
+    pos, rot = env.entity_pose("item")
+    assert abs(float(pos[2])) < 0.003 and rot[2, 2] > 0.99
+    assert np.linalg.norm(pos[:2] - np.array([0.0, -0.15])) < 0.02
+
+
+def _bad_task(tmp_path: Path, robot: dict) -> Path:
+    mapping = task_mapping(
+        {"primitive": "box", "size_m": [0.04, 0.04, 0.04]},
+        {"primitive": "box", "size_m": [0.1, 0.1, 0.05]},
+        robot=robot,
+    )
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump(mapping, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("robot", "message"),
+    [
+        (
+            {"kind": "ur5e"},
+            "scene.robot.kind: unknown robot kind 'ur5e'; expected one of parallel_gripper, "
+            "franka_panda",
+        ),
+        (
+            {"kind": "franka_panda", "base_position_m": [0.5, 0.0]},
+            "scene.robot.base_position_m: robot base (0.5, 0.0) is outside the table "
+            "(0.8 x 0.8 m centred at the origin)",
+        ),
+        (
+            {"kind": "franka_panda", "max_opening_m": 0.1},
+            "scene.robot.max_opening_m: the franka_panda gripper opens at most 0.08 m",
+        ),
+    ],
+)
+def test_bad_robot_section_is_one_line_naming_the_field(
+    tmp_path: Path, robot: dict, message: str
+) -> None:
+    from domain.errors import ConfigError
+    from runtime.taskfile import load_task
+
+    path = _bad_task(tmp_path, robot)
+    with pytest.raises(ConfigError) as caught:
+        load_task(path)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_cli_refuses_an_unreachable_entity_before_anything_is_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runtime.cli import main
+
+    mapping = task_mapping(
+        {"primitive": "box", "size_m": [0.04, 0.04, 0.04]},
+        {"primitive": "box", "size_m": [0.1, 0.1, 0.05]},
+        robot={"kind": "franka_panda", "base_position_m": [-1.9, 0.0]},
+        table_m=(4.0, 4.0),
+        positions=((1.5, 0.0), (0.0, 0.15)),
+    )
+    task = tmp_path / "task.yaml"
+    task.write_text(yaml.safe_dump(mapping, sort_keys=False))
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    db = tmp_path / "a.db"
+    code = main(
+        ["run", str(task), "--catalog", f"item={catalog}", "--catalog", f"bin={catalog}",
+         "--out", str(tmp_path / "out"), "--db", f"sqlite:///{db}"]
+    )
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"assetcast: error: {task}: scene.entities[0].position_m: entity 'item' at (1.5, 0.0) "
+        "is out of reach of the franka_panda (no top-down gripper pose 0.02 m above the table "
+        "there)\n"
+    )
+    assert not db.exists() and not (tmp_path / "out").exists()

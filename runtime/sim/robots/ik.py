@@ -29,7 +29,7 @@ STEP_S = 0.05
 POSTURE_COST = 1e-2
 # After this many iterations the posture task is dropped: it keeps solutions near home (and
 # so continuous along a path), but must never be the reason a reachable pose is refused.
-POSTURE_ITERATIONS = 20
+POSTURE_ITERATIONS = 3
 DAMPING = 1e-3
 SELF_PENETRATION_M = 1e-3
 
