@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -131,7 +132,7 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     relpaths = {}
     for name, folder in made.items():
         asset = prepare_package(folder, candidate_id=name, locator=str(folder), context=context)
-        relpaths[name] = f"../cache/{asset.content_sha256}/asset.catalog.json"
+        relpaths[name] = f"cache/{asset.content_sha256}/asset.catalog.json"
     return root, relpaths
 
 
@@ -140,6 +141,9 @@ def _deployment(
 ) -> Path:
     folder = root / f"deploy-{item}-{container}-{(robot or {}).get('kind', 'gantry')}"
     folder.mkdir()
+    for name in (item, container):  # a task names only packages inside its folder
+        snapshot = Path(relpaths[name]).parent
+        shutil.copytree(root / snapshot, folder / snapshot)
     mapping = task_mapping(
         {"package": relpaths[item]}, {"package": relpaths[container]}, robot=robot
     )
