@@ -307,3 +307,27 @@ def test_cli_refuses_an_unreachable_entity_before_anything_is_recorded(
         "there)\n"
     )
     assert not db.exists() and not (tmp_path / "out").exists()
+
+
+def test_demo_shows_the_three_fates_on_the_arm(tmp_path: Path) -> None:
+    import dataclasses
+
+    from runtime.demo import DEMO_CONFIG, run_demo
+    from store import EventStore
+
+    result = run_demo(
+        tmp_path / "demo", cfg=dataclasses.replace(DEMO_CONFIG, episodes_per_batch=1),
+        progress=False,
+    )
+    events = EventStore(result.db_url).read(result.run_id)
+    reasons = {
+        e.payload["batch_index"]: e.payload["reason"] for e in events if e.type == "EpisodeJudged"
+    }
+    assert reasons == {0: "final_checks_failed", 1: "program_incomplete", 2: "accepted"}
+    [refused] = [
+        e.payload["detail"]
+        for e in events
+        if e.type == "EpisodeExecuted" and e.payload["batch_index"] == 1
+    ]
+    assert refused.startswith("step 0 (pick item): object 'item' is 0.110 m wide")
+    assert "franka_panda" in (result.task_path).read_text()

@@ -197,8 +197,10 @@ class FrankaPanda(Robot):
 
     def grasp_yaw(self, yaw: float) -> float:
         """The equivalent yaw closest to the home hand yaw: the wrist turns the least."""
-        natural = self.base_yaw - math.pi / 4
-        return min((yaw, yaw - math.pi, yaw + math.pi), key=lambda a: abs(_wrap(a - natural)))
+        natural = _wrap(self.base_yaw - math.pi / 4)
+        # Unwrapped on purpose: the wrist turns from its current yaw to the returned value
+        # the direct way, so a value a full turn away would wind the wrist past its limit.
+        return min((yaw + k * math.pi for k in (-2, -1, 0, 1, 2)), key=lambda a: abs(a - natural))
 
     def finger_ctrl(self, half_opening_m: float) -> np.ndarray:
         return np.full(2, min(max(half_opening_m, 0.0), self.max_opening_m / 2))

@@ -14,6 +14,7 @@ the arm would touch itself.
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import mink
@@ -34,11 +35,17 @@ DAMPING = 1e-3
 SELF_PENETRATION_M = 1e-3
 
 
+STATS_WINDOW = 100_000
+
+
 @dataclass
 class IkStats:
-    """Wall-clock time of every solve (the benchmark reports median, p95 and share)."""
+    """Wall-clock time of the latest solves (the benchmark reports median, p95 and share).
 
-    seconds: list[float] = field(default_factory=list)
+    Bounded, so a long collection does not grow it without end.
+    """
+
+    seconds: deque[float] = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
 
     def clear(self) -> None:
         self.seconds.clear()
