@@ -547,3 +547,30 @@ def _types(url: str, run_id: str) -> list[str]:
 
     with EventStore(url, read_only=True) as store:
         return [e.type for e in store.read(run_id)]
+
+
+@pytest.mark.timeout(120)
+def test_an_immutable_database_file_is_read_without_a_trace(tmp_path: Path) -> None:
+    """``chattr +i``: not even root may write the file; reading must still work and leave
+    no -wal/-shm beside it, and a writer is refused in one line."""
+    import shutil
+
+    if shutil.which("chattr") is None:
+        pytest.skip("no chattr(1)")
+    url = completed_store(tmp_path / "a.db")
+    flagged = subprocess.run(["chattr", "+i", str(tmp_path / "a.db")], capture_output=True)
+    if flagged.returncode != 0:
+        pytest.skip(f"chattr +i refused here: {flagged.stderr.decode(errors='replace').strip()}")
+    try:
+        before = tree(tmp_path)
+        done = cli("runs", "--db", url)
+        assert (done.returncode, done.stderr) == (0, "")
+        assert "r2   place_item_in_bin  completed" in done.stdout
+        done = cli("collect", "r1", "--db", url)
+        assert (done.returncode, done.stderr) == (
+            2, f"assetcast: error: database {url}: {tmp_path / 'a.db'} is not writable; only "
+            "read-only commands work on it\n",
+        )
+        assert tree(tmp_path) == before
+    finally:
+        subprocess.run(["chattr", "-i", str(tmp_path / "a.db")], check=True)
