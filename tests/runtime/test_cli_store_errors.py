@@ -158,6 +158,13 @@ def test_urls_that_are_no_database_urls(
             "database mysql://u:***@127.0.0.1/db: the mysql driver is not installed "
             "(no module 'MySQLdb')"
         )
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        cases["postgresql+psycopg2://u:secret@127.0.0.1/db"] = (
+            "database postgresql+psycopg2://u:***@127.0.0.1/db: the postgresql+psycopg2 driver "
+            "is not installed (no module 'psycopg2')"
+        )
     for url, message in cases.items():
         for command in (["runs"], ["db", "upgrade"], ["resume", "r1"]):
             _one_line_error(capsys, [*command, "--db", url], message)
