@@ -581,3 +581,17 @@ def test_an_immutable_database_file_is_read_without_a_trace(tmp_path: Path) -> N
         assert tree(tmp_path) == before
     finally:
         subprocess.run(["chattr", "-i", str(tmp_path / "a.db")], check=True)
+
+
+def test_a_schema_altered_by_hand_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = prepared_store(tmp_path / "a.db")
+    tamper(tmp_path / "a.db", "DROP TABLE leases")
+    before = tree(tmp_path)
+    _one_line_error(
+        capsys, ["collect", "p1", "--no-progress", "--db", url],
+        f"database {url}: the schema does not match its recorded revision (altered outside "
+        "assetcast?): SQLITE_ERROR: no such table: leases",
+    )
+    assert tree(tmp_path) == before
