@@ -17,7 +17,13 @@ from collections.abc import Sequence
 
 import structlog
 
-from domain.errors import AssetcastError, AssetcastInputError, LeaseHeld
+from domain.errors import (
+    AssetcastError,
+    AssetcastInputError,
+    LeaseHeld,
+    SessionLost,
+    recorded_in_run,
+)
 from runtime.cli.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -71,8 +77,13 @@ def _run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"{PROG}: error: {' '.join(line.split())}\n")
         return EXIT_RUN_FAILED
     except (AssetcastInputError, LeaseHeld) as error:
+        if recorded_in_run(error) is not None and _drives_a_run(args):
+            return _run_failed(args, error)  # exit 2 means nothing was recorded
         _error(error)
         return EXIT_BAD_INPUT
+    except SessionLost as error:  # another session drives the run now; it recorded nothing
+        sys.stderr.write(f"{PROG}: stopped, this session lost the run: {one_line(error)}\n")
+        return EXIT_RUN_FAILED
     except Exception as error:
         if _drives_a_run(args):
             return _run_failed(args, error)

@@ -19,7 +19,7 @@ import structlog
 from domain.errors import ConfigError
 from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, UsageError
-from runtime.cli.output import out
+from runtime.cli.output import out, out_block
 from runtime.cli.store_access import open_for_writing, open_store, read_run, require_run
 from store.projections.audit import run_summary
 
@@ -33,6 +33,9 @@ CONFIG_FLAGS: dict[str, str] = {
     "candidates_per_role": "--candidates-per-role",
     "max_search_nodes": "--max-search-nodes",
     "settle_steps": "--settle-steps",
+    "max_mesh_faces": "--max-mesh-faces",
+    "max_mesh_vertices": "--max-mesh-vertices",
+    "max_collision_pieces": "--max-collision-pieces",
 }
 
 
@@ -61,6 +64,9 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
 
     cfg = collection_config(args)
     task = load_task(args.task)  # task errors before the database is even opened
+    from runtime.sim.robots import check_reach
+
+    check_reach(task, source=str(args.task))  # an entity out of the robot's reach is bad input
     if goal == "run":
         from runtime.sim.registry import unregistered_message, unregistered_names
 
@@ -160,7 +166,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     events = read_run(store, result.run_id)
     out(f"demo run {result.run_id} in {result.directory}")
     out(f"run output folder: {result.output_dir}")
-    out(batch_table(events))
+    out_block(batch_table(events))
     summary = run_summary(result.run_id, events)
     out(
         f"{summary['episodes_accepted']}/{summary['episodes_attempted']} episodes accepted; "

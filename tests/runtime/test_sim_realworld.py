@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -131,14 +132,21 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     relpaths = {}
     for name, folder in made.items():
         asset = prepare_package(folder, candidate_id=name, locator=str(folder), context=context)
-        relpaths[name] = f"../cache/{asset.content_sha256}/asset.catalog.json"
+        relpaths[name] = f"cache/{asset.content_sha256}/asset.catalog.json"
     return root, relpaths
 
 
-def _deployment(root: Path, relpaths: dict[str, str], item: str, container: str) -> Path:
-    folder = root / f"deploy-{item}-{container}"
+def _deployment(
+    root: Path, relpaths: dict[str, str], item: str, container: str, robot: dict | None = None
+) -> Path:
+    folder = root / f"deploy-{item}-{container}-{(robot or {}).get('kind', 'gantry')}"
     folder.mkdir()
-    mapping = task_mapping({"package": relpaths[item]}, {"package": relpaths[container]})
+    for name in (item, container):  # a task names only packages inside its folder
+        snapshot = Path(relpaths[name]).parent
+        shutil.copytree(root / snapshot, folder / snapshot)
+    mapping = task_mapping(
+        {"package": relpaths[item]}, {"package": relpaths[container]}, robot=robot
+    )
     (folder / "task.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
     return folder
 
@@ -163,6 +171,25 @@ def test_user_meshes_pick_and_place_into_a_one_piece_mug(
     assert 0 < program.steps <= MAX_EPISODE_STEPS
     assert all(s.steps <= MAX_EPISODE_STEPS // 2 for s in program.skills)
     assert SETTLE_MAX_INTERVALS * 10 < MAX_EPISODE_STEPS
+    final = env.run_checks(env.task.checks.final)
+    assert [(c.name, c.status) for c in final] == [
+        ("inside_region", "passed"),
+        ("at_rest", "passed"),
+    ], [c.detail for c in final]
+    env.close()
+
+
+@pytest.mark.parametrize("item", ["scan", "glb"])
+def test_user_meshes_pick_and_place_into_the_mug_on_the_arm(
+    packages: tuple[Path, dict[str, str]], item: str
+) -> None:
+    root, relpaths = packages
+    folder = _deployment(root, relpaths, item, "mug", robot={"kind": "franka_panda"})
+    env = TaskEnvironment.from_deployment(folder, settle_steps=50)
+    env.reset(3)
+    assert checks_accept(env.run_checks(env.task.checks.initial))
+    program = env.run_program(None)
+    assert program.completed, program.detail
     final = env.run_checks(env.task.checks.final)
     assert [(c.name, c.status) for c in final] == [
         ("inside_region", "passed"),
