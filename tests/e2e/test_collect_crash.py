@@ -1,7 +1,7 @@
 """The resume guarantee, tested the hard way: SIGKILL the collector, resume, compare.
 
 An uninterrupted collection of the demo task (on the gantry: 3 batches x 4 episodes; on the
-arm: 1 x 5) is the reference.
+arm: 1 x 4) is the reference.
 Then, attempt after attempt, the same task and seed are prepared as a new run, a collector
 subprocess is killed with SIGKILL at a random moment inside the reference's observed duration,
 and a resume subprocess finishes the run. Each finished run must have exactly the reference's
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 SEED, SETTLE = 7, 20
 # robot -> (batches, episodes per batch, kills required, attempts allowed). The arm's episodes
 # are slower, so its run is smaller; the guarantee checked is the same.
-PROFILES = {"gantry": (3, 4, 10, 18), "arm": (1, 5, 3, 8)}
+PROFILES = {"gantry": (3, 4, 10, 18), "arm": (1, 4, 2, 6)}
 
 
 def _child(db_url: str, run_id: str, mode: str, spawned_at: float) -> None:

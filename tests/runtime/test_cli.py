@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from runtime.cli import main
-from runtime.demo import demo_task_text
+from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
 from store.event_store import EventStore
 
 
