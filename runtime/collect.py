@@ -34,7 +34,7 @@ from typing import Any
 
 import structlog
 
-from domain.errors import AssetcastError
+from domain.errors import AssetcastError, mark_recorded
 from domain.task import CheckSpec
 from runtime.collect_support.episode import EpisodeContext, run_episode
 from runtime.collect_support.ledger import LedgerWriter, Tag
@@ -528,7 +528,8 @@ class _Collector:
         failed = run_failed_payload(
             self.phase, error, batch_index=self.batch_index, episode_index=self.episode_index
         )
-        self._append_secondary(error, [("RunFailed", failed)], "RunFailed")
+        if self._append_secondary(error, [("RunFailed", failed)], "RunFailed"):
+            mark_recorded(error, self.run_id)
         log.error(
             "collection_failed",
             run_id=self.run_id,
@@ -558,7 +559,8 @@ class _Collector:
 
     def _append_secondary(
         self, error: BaseException, events: list[tuple[str, dict[str, Any]]], what: str
-    ) -> None:
+    ) -> bool:
+        """Append ``events`` after ``error``; whether they were recorded (else a note)."""
         try:
             # The writer is settled; an interrupted append may or may not have committed:
             # re-read the version and continue from it.
@@ -574,6 +576,8 @@ class _Collector:
                 self.append_now(events)
         except BaseException as exc:
             error.add_note(f"Recording {what} also failed: {type(exc).__name__}: {exc}")
+            return False
+        return True
 
 
 def _require_registered(

@@ -26,9 +26,9 @@ from typing import Any
 import structlog
 
 from domain.assets import AssetProvider
-from domain.canonical import sha256_hex
 from domain.config import CollectionConfig
 from domain.errors import AssetcastInputError, UnknownRun
+from runtime.assets.entity_packages import check_entity_packages, entity_package_dirs
 from runtime.deployment import remove_temp_dirs
 from runtime.files import remove_dead_temps
 from runtime.preparation.batch_job import CACHE_NAME, PreparationJob
@@ -51,13 +51,9 @@ from runtime.preparation.session_outcome import (
     record_failure,
 )
 from runtime.session import Session, provably_dead, session_hosts
-from runtime.taskfile import load_task
+from runtime.taskfile import load_task_with_digest
 
 log = structlog.get_logger(__name__)
-
-
-def _task_digest(task_path: Path) -> str:
-    return sha256_hex(task_path.read_bytes())
 
 
 def prepare(
@@ -83,8 +79,10 @@ def prepare(
     if goal not in ("prepare", "run"):
         raise AssetcastInputError(f"goal: expected 'prepare' or 'run', got {goal!r}")
     source = Path(task_path).resolve()
-    spec = load_task(source)
+    spec, task_sha256 = load_task_with_digest(source)
     requirements = requirements_of(spec, source)
+    entity_packages = entity_package_dirs(spec, source)
+    check_entity_packages(entity_packages, cfg.mesh_limits)
     check_providers(providers_by_role, requirements)
     output = check_output_dir(output_dir)
     descriptions = describe_providers(providers_by_role)
@@ -101,7 +99,7 @@ def prepare(
         "goal": goal,
         "task_id": spec.task_id,
         "task_path": str(source),
-        "task_sha256": _task_digest(source),
+        "task_sha256": task_sha256,
         "config": cfg.to_dict(),
         "providers": descriptions,
         "output_dir": str(output),
@@ -117,7 +115,8 @@ def prepare(
         raise
     log.info("prepare.start", run_id=run_id, output_dir=str(output), lease_token=session.token)
     job = PreparationJob(
-        ledger, LoggedProgress(), spec, source, requirements, providers_by_role, cfg, output
+        ledger, LoggedProgress(), spec, source, requirements, providers_by_role, cfg, output,
+        entity_packages,
     )
     try:
         ledger.emit("PreparationStarted", session.identity())
@@ -174,11 +173,13 @@ def resume_preparation(
     source = Path(created["task_path"])
     if not source.is_file():
         raise AssetcastInputError(f"{source}: task file of run {run_id} no longer exists")
-    if _task_digest(source) != created["task_sha256"]:
+    spec, task_sha256 = load_task_with_digest(source)
+    if task_sha256 != created["task_sha256"]:
         raise AssetcastInputError(f"{source}: task file changed since run {run_id} was created")
-    spec = load_task(source)
     requirements = requirements_of(spec, source)
     cfg = CollectionConfig.from_dict(created["config"])
+    entity_packages = entity_package_dirs(spec, source)
+    check_entity_packages(entity_packages, cfg.mesh_limits)
     if providers_by_role is None:
         providers_by_role = _rebuild_providers(created["providers"])
     check_providers(providers_by_role, requirements)
@@ -201,7 +202,8 @@ def resume_preparation(
     events = store.read(run_id)
     progress = LoggedProgress.from_events(events)
     job = PreparationJob(
-        ledger, progress, spec, source, requirements, providers_by_role, cfg, output
+        ledger, progress, spec, source, requirements, providers_by_role, cfg, output,
+        entity_packages,
     )
     try:
         _remove_dead_temps(output, events, session.session_id)

@@ -31,16 +31,11 @@ import structlog
 from domain.assets import AssetDescriptor, PreparationContext, PreparedAsset
 from domain.canonical import sha256_hex
 from domain.errors import AssetValidationError
+from domain.limits import MeshLimits
 from runtime.assets.collision import convex_pieces
 from runtime.assets.mesh_writers import obj_bytes
 from runtime.assets.meshes import load_mesh
-from runtime.assets.package import (
-    MANIFEST_NAME,
-    PackageManifest,
-    list_package_files,
-    parse_manifest,
-)
-from runtime.assets.references import check_references
+from runtime.assets.package import PackageManifest, read_package
 from runtime.assets.snapshot import (
     COLLISION_DIR,
     content_digest,
@@ -99,26 +94,26 @@ def _build(
     candidate_id: str,
     locator: str,
     final: Path,
+    limits: MeshLimits,
 ) -> PreparedAsset:
+    # References and header sizes were checked by read_package; the loader runs on the copy.
     for rel, payload in data.items():
         _write_file(tmp / rel, payload)
-    entries = [manifest.visual_path]
-    if manifest.collision_path:
-        entries.append(manifest.collision_path)
-    for entry in entries:
-        try:
-            check_references(entry, data)
-        except AssetValidationError as exc:
-            raise AssetValidationError(f"{package_dir}/{exc}") from exc
-    visual = load_mesh(tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path))
+    visual = load_mesh(
+        tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path), limits=limits
+    )
     _check_bounds(manifest.descriptor, visual.bounds, str(package_dir / manifest.visual_path))
     collision = visual
     # Paths are normalized by parse_manifest, so equal strings are the same file.
     if manifest.collision_path and manifest.collision_path != manifest.visual_path:
         collision = load_mesh(
-            tmp / manifest.collision_path, label=str(package_dir / manifest.collision_path)
+            tmp / manifest.collision_path,
+            label=str(package_dir / manifest.collision_path),
+            limits=limits,
         )
-    pieces, method = convex_pieces(collision, manifest.descriptor)
+    pieces, method = convex_pieces(
+        collision, manifest.descriptor, max_pieces=limits.max_collision_pieces
+    )
     derived: dict[str, str] = {}
     names = []
     for index, piece in enumerate(pieces):
@@ -162,16 +157,10 @@ def prepare_package(
     package_dir: str | Path, *, candidate_id: str, locator: str, context: PreparationContext
 ) -> PreparedAsset:
     """Copy, verify and snapshot one package; reuse a verified snapshot of the same content."""
-    package_dir = Path(package_dir).absolute()
-    relpaths = list_package_files(package_dir)
-    data: dict[str, bytes] = {}
-    for rel in relpaths:
-        try:
-            data[rel] = (package_dir / rel).read_bytes()
-        except OSError as exc:
-            raise AssetValidationError(f"{package_dir / rel}: cannot be read: {exc}") from exc
-    digests = {rel: sha256_hex(payload) for rel, payload in data.items()}
-    manifest = parse_manifest(data[MANIFEST_NAME], str(package_dir / MANIFEST_NAME))
+    contents = read_package(package_dir, context.limits)
+    package_dir, data, digests, manifest = (
+        contents.package_dir, contents.data, contents.digests, contents.manifest
+    )
     content_sha256 = content_digest(manifest.descriptor, digests)
     cache_dir = Path(context.cache_dir).absolute()
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -184,7 +173,7 @@ def prepare_package(
     try:
         asset = _build(
             tmp, package_dir, data, digests, manifest,
-            candidate_id=candidate_id, locator=locator, final=final,
+            candidate_id=candidate_id, locator=locator, final=final, limits=context.limits,
         )
         _verify_staged(asset, tmp)
         if fence is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from domain.errors import SessionLost
+from domain.errors import SessionLost, mark_recorded
 from runtime.deployment import Deployment
 from runtime.files import write_json_atomic
 from runtime.preparation.batch_job import PreparationJob
@@ -50,6 +50,8 @@ def record_failure(ledger: Ledger, output: Path, error: BaseException) -> None:
         return
     cause = error.__cause__ if isinstance(error, PreparationFailed) else error
     assert cause is not None
+    # RunCreated is in the log whatever happens next: this is the run's failure (exit 1).
+    mark_recorded(error, ledger.run_id)
     try:
         ledger.emit("RunFailed", run_failed_payload(PHASE, error, cause=cause))
     except Exception as secondary:
