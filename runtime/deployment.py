@@ -84,9 +84,7 @@ def temp_dirs_for(output_dir: Path) -> list[Path]:
     )
 
 
-def remove_temp_dirs(
-    output_dir: Path, is_dead: Callable[[str], bool] = lambda _owner: True
-) -> list[Path]:
+def remove_temp_dirs(output_dir: Path, is_dead: Callable[[str], bool]) -> list[Path]:
     """Delete the leftover temporary deployment folders whose writing session is provably
     dead (``is_dead(session_id)``); returns what was removed."""
     return remove_dead_temps(temp_dirs_for(Path(output_dir)), is_dead)
