@@ -209,6 +209,7 @@ class _Collector:
         self.factory = factory
         self.progress = progress
         self.env: Any = None
+        self.cameras: Any = None  # runtime.sim.cameras.CameraRig, built with the first batch
         self.deferred: list[tuple[str, dict[str, Any]]] = []
         self.phase = "start"
         self.batch_index: int | None = None
@@ -368,6 +369,7 @@ class _Collector:
             manifest_roles=dict(deployment.manifest.get("roles", {})),
             output_dir=plan.output_dir,
             recording_dir=self.recording_dir,
+            cameras=self.camera_rig(task),
         )
         bar.set_postfix(
             batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
@@ -403,6 +405,22 @@ class _Collector:
         if not todo:  # every episode was done before the crash; only the batch end is missing
             self.phase = "finish_batch"
             self.append([self._batch_finished(batch.batch_index, extra=None)])
+
+    def camera_rig(self, task: Any) -> Any:
+        """The session's camera rig (None when not recording or the task has no cameras)."""
+        if self.recording_dir is None or not task.cameras:
+            return None
+        if self.cameras is None:
+            from runtime.sim.cameras import CameraRig
+
+            self.cameras = CameraRig(task.cameras)
+        return self.cameras
+
+    def close_cameras(self) -> None:
+        """Free the renderers' GL contexts (before the model they draw goes away)."""
+        if self.cameras is not None:
+            cameras, self.cameras = self.cameras, None
+            cameras.close()
 
     def _record_unreset_episode(
         self, events: list[tuple[str, dict[str, Any]]], reset_error: BaseException
@@ -470,6 +488,7 @@ class _Collector:
         assert not self.deferred, "every batch ends with an append"
         env, self.env = self.env, None
         try:
+            self.close_cameras()
             env.close()
         except BaseException as error:
             self.append_now([self._closed_event(error)])
@@ -496,6 +515,7 @@ class _Collector:
             env, self.env = self.env, None
             close_error: BaseException | None = None
             try:
+                self.close_cameras()
                 env.close()
             except BaseException as exc:
                 close_error = exc
@@ -576,6 +596,21 @@ def _require_registered(
         raise CollectionRefused(f"run {plan.run_id}: {unregistered_message(missing)}")
 
 
+def _check_cameras(plan: CollectionPlan) -> None:
+    """Refuse, before any event, cameras that cannot record (see check_task_cameras)."""
+    pending = plan.pending_batches()
+    if not pending or not plan.record_trajectory:
+        return
+    from runtime.taskfile import load_task
+
+    path = pending[0].deployment_path
+    task = load_task(path / "task.yaml")
+    if task.cameras:
+        from runtime.sim.cameras.rig import check_task_cameras
+
+        check_task_cameras(task, path)
+
+
 def run_collection(
     run_id: str,
     *,
@@ -605,6 +640,7 @@ def run_collection(
     plan = read_plan(run_id, events, episodes_per_batch=episodes_per_batch)
     if environment_factory is None:
         _require_registered(plan, initial, final)
+        _check_cameras(plan)
     committed = plan.committed()
     if not verified:
         verify_committed(run_id, plan.output_dir, committed)
