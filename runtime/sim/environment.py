@@ -69,6 +69,7 @@ class TaskEnvironment:
         if type(settle_steps) is not int or settle_steps < 0:
             raise ValueError("settle_steps must be a non-negative integer")
         self.settle_steps = settle_steps
+        self.visual = bool(task.cameras)  # render-only meshes are built only for cameras
         self.layout = sc.GripperLayout(max_opening_m=task.scene.robot.max_opening_m)
         geometries = {
             e.entity_id: load_entity_geometry(task, e, deployment_dir) for e in task.scene.entities
@@ -79,7 +80,7 @@ class TaskEnvironment:
             table_xy=task.scene.table.size_m,
             layout=self.layout,
         )
-        sc.add_entities(self.spec, self._placements(self.order))
+        sc.add_entities(self.spec, self._placements(self.order), visual=self.visual)
         self._compile()
         self.constructions = 1
         self.replacements = 0
@@ -195,7 +196,7 @@ class TaskEnvironment:
         geometries = {**{k: old_geometries[k] for k in self.kept_order}, **new_roles}
         previous = (self.task, self.deployment_dir, old_geometries)
         self._adopt(task, directory, geometries)
-        sc.add_entities(self.spec, self._placements(self.role_order))
+        sc.add_entities(self.spec, self._placements(self.role_order), visual=self.visual)
         try:
             self._compile()
         except SceneBuildError as error:
@@ -203,7 +204,7 @@ class TaskEnvironment:
             for eid in self.role_order:
                 sc.remove_entity(self.spec, self.geometries[eid])
             self._adopt(*previous)
-            sc.add_entities(self.spec, self._placements(self.role_order))
+            sc.add_entities(self.spec, self._placements(self.role_order), visual=self.visual)
             try:
                 self._compile()
             except SceneBuildError as restore_error:

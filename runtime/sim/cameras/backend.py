@@ -155,7 +155,7 @@ def ensure_backend(explicit: str | None = None) -> str:
         reason = _try(backend)
         if reason is None:
             _chosen = backend
-            log.info("render_backend_chosen", backend=backend, requested=requested)
+            log.debug("render_backend_chosen", backend=backend, requested=requested)
             return backend
         reasons.append(reason)
         if backend == "egl" and "OpenGL" in sys.modules:
