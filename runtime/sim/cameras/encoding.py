@@ -23,7 +23,7 @@ from fractions import Fraction
 import numpy as np
 
 H264_OPTIONS: dict[str, str] = {
-    "preset": "fast",
+    "preset": "veryfast",
     "crf": "20",
     "threads": "1",
     "bframes": "0",

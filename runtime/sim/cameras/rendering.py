@@ -83,6 +83,34 @@ def _add_light(scene: mujoco.MjvScene, direction: np.ndarray, diffuse: float) ->
     scene.nlight += 1
 
 
+class _Renderer(mujoco.Renderer):
+    """``mujoco.Renderer`` plus one pass that reads colour and depth together.
+
+    Colour and depth come from the same rasterization, so reading both after one
+    ``mjr_render`` saves a whole pass per frame (a third of the work when segmentation
+    is also recorded); depth is linearized exactly as ``mujoco.Renderer`` does it."""
+
+    def render_rgb_depth(self, *, rgb: bool, depth: bool) -> tuple[np.ndarray, np.ndarray]:
+        color = np.empty((self._height, self._width, 3), dtype=np.uint8) if rgb else None
+        raw = np.empty((self._height, self._width), dtype=np.float32) if depth else None
+        if self._gl_context:
+            self._gl_context.make_current()
+        mujoco.mjr_render(self._rect, self._scene, self._mjr_context)
+        mujoco.mjr_readPixels(color, raw, self._rect, self._mjr_context)
+        metres = None
+        if raw is not None:
+            extent = self._model.stat.extent
+            near = np.float32(self._model.vis.map.znear * extent)
+            far = np.float32(self._model.vis.map.zfar * extent)
+            c_coef = np.float32(-0.5) * (-(far + near) / (far - near)) - np.float32(0.5)
+            d_coef = np.float32(-0.5) * (-(np.float32(2) * far * near) / (far - near))
+            metres = (d_coef / (raw.astype(np.float64) + c_coef)).astype(np.float32)
+        if self._gl_context:
+            color = None if color is None else np.flipud(color)
+            metres = None if metres is None else np.flipud(metres)
+        return color, metres  # type: ignore[return-value]
+
+
 class CameraRenderer:
     """Every camera of a task, rendered on one compiled model (one renderer per image size).
 
@@ -116,12 +144,12 @@ class CameraRenderer:
         self._free = mujoco.MjvCamera()
         self._free.type = mujoco.mjtCamera.mjCAMERA_FREE
         mujoco.mjv_defaultFreeCamera(model, self._free)
-        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self._renderers: dict[tuple[int, int], _Renderer] = {}
         try:
             for camera in self.cameras:
                 size = (camera.height, camera.width)
                 if size not in self._renderers:
-                    renderer = mujoco.Renderer(model, height=camera.height, width=camera.width)
+                    renderer = _Renderer(model, height=camera.height, width=camera.width)
                     flags = renderer.scene.flags
                     for flag in (
                         mujoco.mjtRndFlag.mjRND_SHADOW,
@@ -146,7 +174,7 @@ class CameraRenderer:
         body_rotation = data.xmat[body].reshape(3, 3)
         return data.xpos[body] + body_rotation @ position, body_rotation @ rotation
 
-    def _place(self, renderer: mujoco.Renderer, camera: CameraSpec, data: mujoco.MjData) -> tuple[
+    def _place(self, renderer: _Renderer, camera: CameraSpec, data: mujoco.MjData) -> tuple[
         np.ndarray, np.ndarray
     ]:
         position, rotation = self.pose(camera, data)
@@ -173,15 +201,13 @@ class CameraRenderer:
         renderer = self._renderers[(camera.height, camera.width)]
         position, rotation = self._place(renderer, camera, data)
         images: dict[str, np.ndarray] = {}
-        if "rgb" in camera.modalities:
-            renderer.disable_depth_rendering()
-            renderer.disable_segmentation_rendering()
-            images["rgb"] = renderer.render()
-        if "depth" in camera.modalities:
-            renderer.enable_depth_rendering()
-            depth = renderer.render()
-            renderer.disable_depth_rendering()
-            images["depth"] = depth_to_mm(depth, far_m=renderer.scene.camera[0].frustum_far)
+        want_rgb, want_depth = "rgb" in camera.modalities, "depth" in camera.modalities
+        if want_rgb or want_depth:
+            rgb, depth = renderer.render_rgb_depth(rgb=want_rgb, depth=want_depth)
+            if want_rgb:
+                images["rgb"] = np.ascontiguousarray(rgb)
+            if want_depth:
+                images["depth"] = depth_to_mm(depth, far_m=renderer.scene.camera[0].frustum_far)
         if "segmentation" in camera.modalities:
             renderer.enable_segmentation_rendering()
             ids = renderer.render()
