@@ -41,7 +41,7 @@ from runtime.sim.cameras import rendering  # noqa: E402
 from runtime.taskfile import load_task  # noqa: E402
 from store import InMemoryEventStore  # noqa: E402
 
-BATCHES, EPISODES, SETTLE, SEED = 1, 3, 20, 7
+BATCHES, EPISODES, SETTLE, SEED = 1, 4, 20, 7
 REPEATS = 3
 
 

@@ -131,19 +131,17 @@ class CameraRig:
 def check_task_cameras(
     task: Any, base_dir: Path, *, source: str | None = None, backend: str | None = None
 ) -> None:
-    """Build the task's scene once and render every camera once, so a camera that cannot
-    work (unknown mount body, fps not dividing the control rate, no GL backend) is refused
-    with one line before a run records anything."""
+    """Build the task's scene once and check its cameras against it, and that a GL backend
+    works here, so a camera that cannot record (unknown mount body, fps not dividing the
+    control rate, no backend) is refused with one line before a run records anything."""
     if not task.cameras:
         return
+    from runtime.sim.cameras.backend import ensure_backend
     from runtime.sim.environment import TaskEnvironment
 
+    ensure_backend(backend)
     env = TaskEnvironment(task, Path(base_dir))
     try:
-        env.reset(None)
-        with CameraRig(task.cameras, backend=backend, source=source) as rig:
-            renderer = rig.renderer_for(env)
-            for camera in task.cameras:
-                renderer.render(env.data, camera)
+        CameraRig(task.cameras, backend=backend, source=source).validate(env)
     finally:
         env.close()

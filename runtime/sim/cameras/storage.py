@@ -17,12 +17,14 @@ committed, and whatever reached the disk is an unlogged file that resume ignores
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from domain.canonical import sha256_hex
-from runtime.files import write_bytes_atomic
+from runtime.files import fsync_directory
 from runtime.sim.cameras.encoding import (
     encode_depth_npz,
     encode_rgb_mp4,
@@ -112,6 +114,21 @@ def episode_files(
     return files
 
 
+def write_file_synced(path: Path, data: bytes) -> None:
+    """Temp file, fsync, rename: ``path`` holds all of ``data`` or is untouched. The folder
+    is synced once by the caller after the last file (one fsync instead of one per file)."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 def commit_episode_files(
     recorder: FrameRecorder,
     directory: Path,
@@ -120,15 +137,17 @@ def commit_episode_files(
     *,
     control_rate_hz: float,
     log_path: Callable[[Path], str],
-    write: Callable[[Path, bytes], None] = write_bytes_atomic,
 ) -> list[dict[str, Any]]:
-    """Write every camera file durably; their receipts for ``TrajectoryCommitted.files``."""
+    """Write every camera file durably (each fsynced, renamed, then the folder fsynced);
+    their receipts for ``TrajectoryCommitted.files``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
     receipts = []
     for camera, modality, file_name, data in episode_files(
         recorder, batch_index, episode_index, control_rate_hz
     ):
-        path = Path(directory) / file_name
-        write(path, data)
+        path = directory / file_name
+        write_file_synced(path, data)
         receipts.append(
             {
                 "camera": camera,
@@ -138,4 +157,5 @@ def commit_episode_files(
                 "sha256": sha256_hex(data),
             }
         )
+    fsync_directory(directory)
     return receipts
