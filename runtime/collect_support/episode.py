@@ -40,6 +40,7 @@ class EpisodeContext:
     manifest_roles: dict[str, Any]
     output_dir: Path
     recording_dir: Path | None  # None: recording disabled
+    fence: Any = None  # the session: checked right before a trajectory file is published
     cameras: Any = None  # runtime.sim.cameras.CameraRig when the task has cameras
 
 
@@ -95,6 +96,7 @@ def commit_frames(
         episode_index,
         control_rate_hz=control_rate_hz(env),
         log_path=lambda path: to_log_path(ctx.output_dir, path),
+        fence=ctx.fence,
     )
 
 
@@ -173,7 +175,9 @@ def run_episode(
     if accepted and recorder is not None and ctx.recording_dir is not None:
         files = commit_frames(env, recorder, ctx, b, j)
         payload = recorder.to_payload(trajectory_metadata(ctx, j, seed))
-        receipt = sim.commit_trajectory(payload, ctx.recording_dir / episode_file_name(b, j))
+        receipt = sim.commit_trajectory(
+            payload, ctx.recording_dir / episode_file_name(b, j), fence=ctx.fence
+        )
         committed = {
             "batch_index": b,
             "episode_index": j,

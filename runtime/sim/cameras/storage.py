@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.canonical import sha256_hex
-from runtime.files import fsync_directory
+from runtime.files import fsync_directory, temp_name
 from runtime.sim.cameras.encoding import (
     encode_depth_npz,
     encode_rgb_mp4,
@@ -114,19 +114,20 @@ def episode_files(
     return files
 
 
-def write_file_synced(path: Path, data: bytes) -> None:
-    """Temp file, fsync, rename: ``path`` holds all of ``data`` or is untouched. The folder
-    is synced once by the caller after the last file (one fsync instead of one per file)."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _write_temporary(path: Path, data: bytes, fence: Any) -> Path:
+    """``data`` in a fsynced temp file beside ``path`` (named like every fenced writer's)."""
+    fd, temporary = tempfile.mkstemp(
+        prefix=temp_name(f".{path.name}.", fence), suffix=".tmp", dir=path.parent
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return Path(temporary)
 
 
 def commit_episode_files(
@@ -137,25 +138,39 @@ def commit_episode_files(
     *,
     control_rate_hz: float,
     log_path: Callable[[Path], str],
+    fence: Any = None,
 ) -> list[dict[str, Any]]:
-    """Write every camera file durably (each fsynced, renamed, then the folder fsynced);
-    their receipts for ``TrajectoryCommitted.files``."""
+    """Write every camera file durably; their receipts for ``TrajectoryCommitted.files``.
+
+    All files go to fsynced temp files first; then ``fence`` (the collecting session) is
+    checked once, every temp file is renamed to its name and the folder is fsynced once. A
+    failure before the renames (a full disk, a lost lease) leaves no file under its name."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     receipts = []
-    for camera, modality, file_name, data in episode_files(
-        recorder, batch_index, episode_index, control_rate_hz
-    ):
-        path = directory / file_name
-        write_file_synced(path, data)
-        receipts.append(
-            {
-                "camera": camera,
-                "modality": modality,
-                "path": log_path(path),
-                "bytes": len(data),
-                "sha256": sha256_hex(data),
-            }
-        )
+    written: list[tuple[Path, Path]] = []
+    try:
+        for camera, modality, file_name, data in episode_files(
+            recorder, batch_index, episode_index, control_rate_hz
+        ):
+            path = directory / file_name
+            written.append((_write_temporary(path, data, fence), path))
+            receipts.append(
+                {
+                    "camera": camera,
+                    "modality": modality,
+                    "path": log_path(path),
+                    "bytes": len(data),
+                    "sha256": sha256_hex(data),
+                }
+            )
+        if fence is not None:
+            fence.check()
+        for temporary, path in written:
+            os.replace(temporary, path)
+    except BaseException:
+        for temporary, _path in written:
+            temporary.unlink(missing_ok=True)
+        raise
     fsync_directory(directory)
     return receipts
