@@ -214,6 +214,7 @@ class _Collector:
         self.factory = factory
         self.progress = progress
         self.env: Any = None
+        self.cameras: Any = None  # runtime.sim.cameras.CameraRig, built with the first batch
         self.deferred: list[tuple[str, dict[str, Any]]] = []
         self.phase = "start"
         self.batch_index: int | None = None
@@ -380,6 +381,7 @@ class _Collector:
             output_dir=plan.output_dir,
             recording_dir=self.recording_dir,
             fence=self.session,
+            cameras=self.camera_rig(task),
         )
         bar.set_postfix(
             batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
@@ -415,6 +417,22 @@ class _Collector:
         if not todo:  # every episode was done before the crash; only the batch end is missing
             self.phase = "finish_batch"
             self.append([self._batch_finished(batch.batch_index, extra=None)])
+
+    def camera_rig(self, task: Any) -> Any:
+        """The session's camera rig (None when not recording or the task has no cameras)."""
+        if self.recording_dir is None or not task.cameras:
+            return None
+        if self.cameras is None:
+            from runtime.sim.cameras import CameraRig
+
+            self.cameras = CameraRig(task.cameras)
+        return self.cameras
+
+    def close_cameras(self) -> None:
+        """Free the renderers' GL contexts (before the model they draw goes away)."""
+        if self.cameras is not None:
+            cameras, self.cameras = self.cameras, None
+            cameras.close()
 
     def _record_unreset_episode(
         self, events: list[tuple[str, dict[str, Any]]], reset_error: BaseException
@@ -488,6 +506,7 @@ class _Collector:
         assert not self.deferred, "every batch ends with an append"
         env, self.env = self.env, None
         try:
+            self.close_cameras()
             env.close()
         except BaseException as error:
             self.append_now([self._closed_event(error)])
@@ -514,6 +533,7 @@ class _Collector:
             env, self.env = self.env, None
             close_error: BaseException | None = None
             try:
+                self.close_cameras()
                 env.close()
             except BaseException as exc:
                 close_error = exc
@@ -595,6 +615,7 @@ def refuse_bad_collection_input(
         raise CollectionRefused("environment_factory must be callable")
     if environment_factory is None:
         _require_registered(plan, initial, final)
+        _check_cameras(plan)
     return initial, final, factory
 
 
@@ -614,6 +635,21 @@ def _require_registered(
     missing = unregistered_names(task, initial, final)
     if missing:
         raise CollectionRefused(f"run {plan.run_id}: {unregistered_message(missing)}")
+
+
+def _check_cameras(plan: CollectionPlan) -> None:
+    """Refuse, before any event, cameras that cannot record (see check_task_cameras)."""
+    pending = plan.pending_batches()
+    if not pending or not plan.record_trajectory:
+        return
+    from runtime.taskfile import load_task
+
+    path = pending[0].deployment_path
+    task = load_task(path / "task.yaml")
+    if task.cameras:
+        from runtime.sim.cameras.rig import check_task_cameras
+
+        check_task_cameras(task, path)
 
 
 def run_collection(
