@@ -75,6 +75,7 @@ def head_revision() -> str:
     return next(iter(heads))
 
 
+@lru_cache(maxsize=1)
 def known_revisions() -> frozenset[str]:
     return frozenset(_revision_graph())
 
