@@ -12,6 +12,12 @@ from pathlib import Path
 from typing import Any
 
 GANTRY_ROBOT = "{kind: parallel_gripper, max_opening_m: 0.09}"
+# The wrist camera rides on the robot's hand body (``Robot.wrist_mount_body``), whose frame
+# differs per robot: on the gantry the hand frame sits at the fingertips, +z up.
+ARM_WRIST_MOUNT = "mount: {body: panda_hand, position_m: [0.07, 0.0, 0.0], look_at_m: [0.0, 0.0, 0.16], up: [0.0, 0.0, -1.0]}"  # noqa: E501
+GANTRY_WRIST_MOUNT = (
+    "mount: {body: robot_tilt_link, position_m: [-0.09, 0.0, 0.13], look_at_m: [0.0, 0.0, -0.01]}"
+)
 
 
 def demo_task_path() -> Path:
@@ -23,11 +29,14 @@ def gantry_demo_task(directory: Path) -> Path:
     which test what happens around episodes, not the arm), written into ``directory``."""
     text = demo_task_path().read_text(encoding="utf-8")
     marker = "robot: {kind: franka_panda}"
-    if marker not in text:
-        raise ValueError(f"{demo_task_path()}: no {marker!r} line to swap for the gantry")
+    for line in (marker, ARM_WRIST_MOUNT):
+        if line not in text:
+            raise ValueError(f"{demo_task_path()}: no {line!r} line to swap for the gantry")
+    text = text.replace(marker, f"robot: {GANTRY_ROBOT}")
+    text = text.replace(ARM_WRIST_MOUNT, GANTRY_WRIST_MOUNT)
     path = Path(directory) / "demo_task.gantry.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text.replace(marker, f"robot: {GANTRY_ROBOT}"), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return path
 
 
