@@ -199,3 +199,24 @@ def test_the_demo_cameras_work_on_the_arm(tmp_path: Path) -> None:
     front_labels = set(np.unique(front.images["segmentation"]).tolist())
     assert {names.index("entity:item"), names.index("entity:bin")} <= front_labels
     assert (wrist.images["segmentation"] == names.index("robot")).mean() > 0.05  # the fingers
+
+
+def test_cli_refuses_a_bad_camera_before_recording_anything(
+    tmp_path: Path, catalog: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runtime.cli import main
+    from runtime.collect_support.demo_run import gantry_demo_task
+
+    task = gantry_demo_task(tmp_path)
+    task.write_text(task.read_text().replace("body: robot_tilt_link", "body: no_such_link"))
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    out = tmp_path / "out"
+    argv = ["--log-level", "warning", "run", str(task), "--catalog", f"item={catalog}",
+            "--catalog", f"bin={catalog}", "--out", str(out), "--db", url]
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"assetcast: error: {task}: cameras[1].mount.body: no body 'no_such_link' in the "
+        "compiled scene\n"
+    )
+    assert not out.exists() and not (tmp_path / "a.db").exists()
