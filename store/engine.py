@@ -232,7 +232,7 @@ def _require_writable(url: str, path: Path, exists: bool) -> None:
     if _read_only_fs(directory):
         raise DatabaseReadOnly(
             url, f"{directory} is on a read-only filesystem; only read-only commands "
-            "(runs, show, events, audit, forensics, verify) work there",
+            "(runs, show, events, audit, forensics, verify, episode) work there",
         )
     if not os.access(directory, os.W_OK | os.X_OK):
         raise DatabaseReadOnly(url, f"directory {directory} is not writable")
