@@ -7,6 +7,7 @@ tests/runtime/test_cli_store_errors.py; these run once per SQL backend.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -168,3 +169,24 @@ def test_a_postgresql_row_lock_held_past_the_lock_timeout_names_the_holder(
     message = str(caught.value)
     assert "another session held a lock for longer than the lock timeout" in message
     assert "; run 'r1' is held by owner 'holder-session' (pid " in message
+
+
+def test_creating_a_sqlite_store_is_all_or_nothing_and_sweeps_dead_attempts(
+    tmp_path: Path,
+) -> None:
+    """A creator killed mid-way leaves only its hidden temporary file; the next creator on
+    this host removes it (its pid is gone) and publishes a complete store."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    abandoned = tmp_path / f".a.db.creating-{dead_pid}-0123456789ab"
+    abandoned.write_bytes(b"SQLite format 3\x00 half a schema")
+    (tmp_path / f"{abandoned.name}-wal").write_bytes(b"")
+    live = tmp_path / f".a.db.creating-{os.getpid()}-ba9876543210"  # ours: still alive
+    live.write_bytes(b"")
+    with EventStore(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        assert store.list_runs() == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a.db", live.name])
