@@ -33,7 +33,7 @@ from store.admin import (
 )
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.engine import is_write_conflict, make_engine, safe_url
-from store.errors import DatabaseLocked
+from store.errors import DatabaseLocked, SchemaMismatch
 from store.leases import (
     Lease,
     fenced_by,
@@ -264,7 +264,7 @@ class EventStore(StoreCore):
         with self.engine.connect() as conn:
             try:
                 row = conn.execute(query).first()
-            except DBAPIError as exc:  # the table is gone or damaged: a cache, fold the log
+            except (DBAPIError, SchemaMismatch) as exc:  # table gone or damaged: fold the log
                 log.warning("snapshot_unreadable", run_id=run_id, kind=kind, error=str(exc))
                 return None
         return None if row is None else SnapshotRecord(*row)
@@ -500,6 +500,8 @@ def _store_snapshots_best_effort(
     try:
         with conn.begin_nested():
             _store_snapshots(conn, records, now)
+    except SchemaMismatch as exc:  # the table is gone or altered
+        log.warning("snapshot_not_written", run_id=records[0].run_id, error=str(exc))
     except DBAPIError as exc:
         if is_write_conflict(exc):
             raise
