@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 GANTRY_ROBOT = "{kind: parallel_gripper, max_opening_m: 0.09}"
+GANTRY_MOUNT_POSE = "position_m: [-0.09, 0.0, 0.13], look_at_m: [0.0, 0.0, -0.01]"
 
 
 def demo_task_path() -> Path:
@@ -28,11 +29,16 @@ def gantry_demo_task_text() -> str:
     marker = "robot: {kind: franka_panda}"
     if marker not in text:
         raise ValueError(f"{demo_task_path()}: no {marker!r} line to swap for the gantry")
-    # a wrist camera rides on the gantry's wrist instead of the Panda hand
-    mount = f"body: {FrankaPanda.wrist_mount_body}"
-    return text.replace(marker, f"robot: {GANTRY_ROBOT}").replace(
-        mount, f"body: {ParallelGripper.wrist_mount_body}"
-    )
+    # The wrist camera rides on the gantry's wrist instead of the Panda hand; the two hand
+    # frames differ (the gantry's sits at the fingertips, +z up), so the whole mount changes.
+    lines = []
+    for line in text.replace(marker, f"robot: {GANTRY_ROBOT}").splitlines(keepends=True):
+        if f"mount: {{body: {FrankaPanda.wrist_mount_body}," in line:
+            indent = line[: line.index("mount:")]
+            body = ParallelGripper.wrist_mount_body
+            line = f"{indent}mount: {{body: {body}, {GANTRY_MOUNT_POSE}}}\n"
+        lines.append(line)
+    return "".join(lines)
 
 
 def without_cameras(text: str) -> str:
