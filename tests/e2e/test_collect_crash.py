@@ -120,7 +120,7 @@ def _outcome(
     return {"accepted": accepted, "commits": commits, "events": events}
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("robot", sorted(PROFILES))
 def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
     tmp_path: Path, robot: str
