@@ -37,7 +37,7 @@ _R = runs_table.c
 _L = leases_table.c
 
 
-_EVENT_ROW_KEYS = ("seq", "type", "payload")
+_EVENT_ROW_KEYS = ("seq", "type", "payload", "prev_hash", "hash")
 
 
 class _Statements:
@@ -47,14 +47,17 @@ class _Statements:
         # inline(): no RETURNING of the generated position (PostgreSQL would add one).
         self.insert_events = DriverStatement(
             events_table.insert().inline(), dialect,
-            column_keys=("run_id", "seq", "type", "payload", "recorded_at", "schema_version"),
+            column_keys=(
+                "run_id", "seq", "type", "payload", "recorded_at", "schema_version",
+                "prev_hash", "hash",
+            ),
         )
         self.bump_run = DriverStatement(
             runs_table.update()
             .where(_R.run_id == sa.bindparam("w_run_id"), _R.version == sa.bindparam("w_expected"))
             .values(
                 state=sa.bindparam("w_state"), version=sa.bindparam("w_version"),
-                updated_at=sa.bindparam("w_now"),
+                updated_at=sa.bindparam("w_now"), head_hash=sa.bindparam("w_head"),
             ),
             dialect,
         )
@@ -63,7 +66,7 @@ class _Statements:
         self.select_events = DriverStatement(
             sa.select(*full).where(*after).order_by(_E.seq), dialect
         )
-        fold = (_E.seq, _E.type, _E.payload, _E.schema_version)
+        fold = (_E.seq, _E.type, _E.payload, _E.schema_version, _E.hash)
         self.select_fold = DriverStatement(
             sa.select(*fold).where(*after).order_by(_E.seq), dialect
         )
@@ -144,6 +147,34 @@ class EventStore(StoreCore):
             found = conn.execute(sa.select(_R.run_id).where(_R.run_id == run_id)).first()
         return found is not None
 
+    def _chain_rows(self, run_id: str) -> tuple[list, int | None, str | None]:
+        query = sa.select(
+            _E.seq, _E.type, _E.schema_version, _E.payload, _E.recorded_at, _E.prev_hash,
+            _E.hash,
+        ).where(_E.run_id == run_id).order_by(_E.seq)
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                run = conn.execute(
+                    sa.select(_R.version, _R.head_hash).where(_R.run_id == run_id)
+                ).first()
+                rows = conn.execute(query).all()
+        seen: dict = {}
+        out = []
+        for seq, event_type, schema_version, text, raw_at, prev, digest in rows:
+            at = seen.get(raw_at)
+            if at is None:
+                at = seen[raw_at] = as_utc(raw_at)
+            out.append((seq, event_type, schema_version, text, at, prev, digest))
+        if run is None:
+            return out, None, None
+        return out, run[0], run[1]
+
+    def _run_head(self, run_id: str) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(_R.head_hash).where(_R.run_id == run_id)).scalar()
+
     def list_runs(self) -> list[RunSummary]:
         query = sa.select(
             _R.run_id, _R.state, _R.version, _R.created_at, _R.updated_at, _R.goal, _R.task_id
@@ -157,11 +188,11 @@ class EventStore(StoreCore):
     # -- writing ----------------------------------------------------------------------
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState,
+        state: RunState, now: datetime,
     ) -> None:
         try:
             with self._write_conn() as conn, conn.begin():
-                self._write_in(conn, run_id, prepared, expected_version, state)
+                self._write_in(conn, run_id, prepared, expected_version, state, now)
         except DBAPIError as exc:
             if not is_write_conflict(exc):
                 raise
@@ -172,11 +203,11 @@ class EventStore(StoreCore):
 
     def _write_in(
         self, conn: Connection, run_id: str, prepared: Sequence[PreparedEvent],
-        expected_version: int, state: RunState,
+        expected_version: int, state: RunState, now: datetime,
     ) -> None:
         """The append's statements, inside the caller's transaction."""
-        now = utcnow()
         version = prepared[-1].seq
+        head = prepared[-1].hash
         sql = self._sql
         if expected_version == 0:
             created = state.created or {}
@@ -185,7 +216,7 @@ class EventStore(StoreCore):
                     runs_table.insert().values(
                         run_id=run_id, created_at=now, updated_at=now, state=state.state,
                         version=version, goal=created.get("goal"),
-                        task_id=created.get("task_id"),
+                        task_id=created.get("task_id"), head_hash=head,
                     )
                 )
             except IntegrityError as exc:
@@ -196,7 +227,7 @@ class EventStore(StoreCore):
             # The compare-and-swap: one conditional UPDATE, its row count decides.
             result = sql.bump_run.execute(conn, {
                 "w_run_id": run_id, "w_expected": expected_version,
-                "w_state": state.state, "w_version": version, "w_now": now,
+                "w_state": state.state, "w_version": version, "w_now": now, "w_head": head,
             })
             if result.rowcount != 1:
                 raise ConcurrencyError(
@@ -208,7 +239,7 @@ class EventStore(StoreCore):
                 conn,
                 {"run_id": run_id, "recorded_at": now, "schema_version": SCHEMA_VERSION},
                 _EVENT_ROW_KEYS,
-                [(e.seq, e.type, e.text) for e in prepared],
+                [(e.seq, e.type, e.text, e.prev_hash, e.hash) for e in prepared],
             )
         except IntegrityError as exc:
             raise ConcurrencyError(

@@ -24,7 +24,8 @@ class InMemoryEventStore(StoreCore):
 
     def __init__(self, url: str | None = None) -> None:
         super().__init__()
-        self._events: dict[str, list[ReadRow]] = {}
+        # ReadRow + (prev_hash, hash): the same row shape as the SQL table.
+        self._events: dict[str, list[tuple]] = {}
         self._runs: dict[str, dict] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._position = 0
@@ -37,15 +38,31 @@ class InMemoryEventStore(StoreCore):
 
     def _read_rows(self, run_id: str, after_seq: int) -> list[ReadRow]:
         with self._lock:
-            return self._events.get(run_id, [])[after_seq:]
+            return [row[:6] for row in self._events.get(run_id, [])[after_seq:]]
 
     def _load(self, run_id: str, after_seq: int) -> list[FoldRow]:
+        with self._lock:
+            rows = self._events.get(run_id, [])[after_seq:]
         return [
-            (seq, event_type, text, schema_version)
-            for _pos, seq, event_type, text, _at, schema_version in self._read_rows(
-                run_id, after_seq
-            )
+            (seq, event_type, text, schema_version, digest)
+            for _pos, seq, event_type, text, _at, schema_version, _prev, digest in rows
         ]
+
+    def _chain_rows(self, run_id: str) -> tuple[list, int | None, str | None]:
+        with self._lock:
+            rows = [
+                (seq, event_type, version, text, at, prev, digest)
+                for _pos, seq, event_type, text, at, version, prev, digest
+                in self._events.get(run_id, [])
+            ]
+            run = self._runs.get(run_id)
+            if run is None:
+                return rows, None, None
+            return rows, run["version"], run.get("head_hash")
+
+    def _run_head(self, run_id: str) -> str | None:
+        run = self._runs.get(run_id)
+        return None if run is None else run.get("head_hash")
 
     def _run_exists(self, run_id: str) -> bool:
         return run_id in self._runs
@@ -62,9 +79,8 @@ class InMemoryEventStore(StoreCore):
 
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState,
+        state: RunState, now: datetime,
     ) -> None:
-        now = utcnow()
         run = self._runs.get(run_id)
         if expected_version == 0:
             if run is not None:
@@ -84,10 +100,14 @@ class InMemoryEventStore(StoreCore):
         log = self._events.setdefault(run_id, [])
         for event in prepared:
             self._position += 1
-            log.append(
-                (self._position, event.seq, event.type, event.text, now, SCHEMA_VERSION)
-            )
-        run.update(state=state.state, version=prepared[-1].seq, updated_at=now)
+            log.append((
+                self._position, event.seq, event.type, event.text, now, SCHEMA_VERSION,
+                event.prev_hash, event.hash,
+            ))
+        run.update(
+            state=state.state, version=prepared[-1].seq, updated_at=now,
+            head_hash=prepared[-1].hash,
+        )
         self._runs[run_id] = run
 
     def _inject(self, run_id: str, event_type: str, text: str, schema_version: int) -> None:
@@ -96,7 +116,10 @@ class InMemoryEventStore(StoreCore):
         with self._lock:
             log = self._events.setdefault(run_id, [])
             self._position += 1
-            log.append((self._position, len(log) + 1, event_type, text, utcnow(), schema_version))
+            log.append((
+                self._position, len(log) + 1, event_type, text, utcnow(), schema_version,
+                None, None,
+            ))
 
     # -- leases -----------------------------------------------------------------------
     def lease_info(self, run_id: str) -> LeaseInfo | None:

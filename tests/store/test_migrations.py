@@ -26,9 +26,9 @@ def test_upgrade_empty_file_to_head_from_any_cwd(
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     monkeypatch.chdir(tmp_path)  # scripts are found relative to the package, not the CWD
     assert current(url) is None
-    assert upgrade(url) == head_revision() == "0001_initial"
-    assert current(url) == "0001_initial"
-    assert upgrade(url) == "0001_initial"  # idempotent
+    assert upgrade(url) == head_revision() == "0002_hash_chain"
+    assert current(url) == head_revision()
+    assert upgrade(url) == head_revision()  # idempotent
     engine = make_engine(url)
     try:
         tables = set(sa.inspect(engine).get_table_names())
