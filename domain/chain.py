@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from domain.errors import AssetcastInputError
+
 GENESIS = "0" * 64
 """The previous hash of a run's first event."""
 
@@ -85,6 +87,11 @@ def chain_hashes(
         out.append((prev_hash, digest))
         prev_hash = digest
     return out
+
+
+class ChainBroken(AssetcastInputError):
+    """A run whose hash chain does not verify may not be continued: appending would bury
+    the evidence under a fresh, valid-looking head."""
 
 
 @dataclass

@@ -28,6 +28,7 @@ class VerifyResult:
     run_id: str
     trajectories_checked: int = 0
     deployments_checked: int = 0
+    snapshots_checked: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -106,8 +107,10 @@ def verify_events(
     events: Sequence[EventLike],
     *,
     validate_deployment: Callable[..., Any] | None = None,
+    trajectories: bool = True,
 ) -> VerifyResult:
-    """Check every committed trajectory and every deployment named in ``events``."""
+    """Check every committed trajectory (unless ``trajectories`` is False), every
+    deployment and every cache snapshot named in ``events``."""
     if validate_deployment is None:
         from runtime.deployment import validate_deployment
     result = VerifyResult(run_id=run_id)
@@ -128,7 +131,11 @@ def verify_events(
                 materialized[index], resolved.get(index), output_dir, validate_deployment
             )
         )
-    for _key, receipt in sorted(_committed(events).items()):
+    from runtime.verify_snapshots import check_snapshots
+
+    result.snapshots_checked, snapshot_problems = check_snapshots(events, output_dir)
+    result.problems.extend(snapshot_problems)
+    for _key, receipt in sorted(_committed(events).items()) if trajectories else ():
         result.trajectories_checked += 1
         problem = _check_trajectory(receipt, output_dir)
         if problem:
@@ -138,6 +145,7 @@ def verify_events(
         run_id=run_id,
         trajectories=result.trajectories_checked,
         deployments=result.deployments_checked,
+        snapshots=result.snapshots_checked,
         problems=len(result.problems),
     )
     return result

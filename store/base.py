@@ -16,7 +16,15 @@ from datetime import datetime
 
 import structlog
 
-from domain.chain import GENESIS, ChainReport, ChainRow, chain_hashes, time_text, walk_chain
+from domain.chain import (
+    GENESIS,
+    ChainBroken,
+    ChainReport,
+    ChainRow,
+    chain_hashes,
+    time_text,
+    walk_chain,
+)
 from domain.errors import ConcurrencyError, EventSchemaError, UnknownRun
 from domain.events import SCHEMA_VERSION, normalize_payload, validate_payload
 from domain.lifecycle import COMPLETED
@@ -233,6 +241,16 @@ class StoreCore:
         return walk_chain(
             run_id, rows, stored_head=head, stored_version=version, noted_head=noted_head
         )
+
+    def require_intact_chain(self, run_id: str) -> ChainReport:
+        """The chain report, or ChainBroken (bad input: nothing is appended) if it fails."""
+        report = self.verify_chain(run_id)
+        if not report.ok:
+            raise ChainBroken(
+                f"run {run_id}: hash chain broken: {report.problem}; refusing to continue "
+                "a run whose log was altered (see `assetcast verify`)"
+            )
+        return report
 
     def head_hash(self, run_id: str) -> str | None:
         """The run's head hash as stored in its run row (unverified; see verify_chain)."""

@@ -175,8 +175,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--json", action="store_true", help="JSON report")
 
-    p = command("verify", cmd_verify, "re-hash trajectories and validate deployments (exit 1)")
-    p.add_argument("run_id", metavar="RUN")
+    p = command(
+        "verify", cmd_verify,
+        "re-walk the hash chain, re-hash trajectories, deployments and snapshots (exit 1)",
+    )
+    p.add_argument("run_id", metavar="RUN", nargs="?")
+    p.add_argument("--all", action="store_true", help="verify every run in the store")
+    p.add_argument(
+        "--head", metavar="HASH",
+        help="a head hash noted earlier: the run's chain must contain it",
+    )
 
     p = command("db", cmd_db, "event store schema: upgrade | current")
     p.add_argument("action", choices=["upgrade", "current"])

@@ -120,6 +120,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
     store = open_store(db_url(args))
+    require_intact_chain(store, args.run_id)
     require_run(store, args.run_id)
     result = collect(
         args.run_id,
@@ -135,6 +136,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
     store = open_store(db_url(args))
+    require_intact_chain(store, args.run_id)
     require_run(store, args.run_id)
     result = resume(args.run_id, store=store, progress=not args.no_progress)
     if hasattr(result, "batches"):
@@ -142,6 +144,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     elif hasattr(result, "deployments"):
         _print_prepared(result)
     return EXIT_OK
+
+
+def require_intact_chain(store: Any, run_id: str) -> None:
+    """Refuse (exit 2) to continue a run whose chain is broken, before even folding its log
+    (a removed event would otherwise surface as a confusing fold error)."""
+    from domain.errors import UnknownRun
+
+    try:
+        store.require_intact_chain(run_id)
+    except UnknownRun:
+        require_run(store, run_id)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
