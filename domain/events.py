@@ -19,7 +19,7 @@ SCHEMA_VERSION = 1
 """Payload schema version written with every event; a newer one on read is refused."""
 
 # Field kinds. ``Any`` accepts every JSON value; ``int`` never accepts a bool.
-_S, _I, _B, _L, _D, _A = str, int, bool, list, dict, object
+_S, _I, _B, _L, _D, _A, _F = str, int, bool, list, dict, object, float
 
 # type -> {field: kind}; fields listed in NULLABLE may also be null.
 EVENT_FIELDS: dict[str, dict[str, Any]] = {
@@ -55,20 +55,26 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
     "EnvironmentBuilt": {"session_id": _S, "batch_index": _I, "constructions": _I},
     "BatchStarted": {"batch_index": _I, "asset_set_id": _S, "seed": _I, "deployment_path": _S},
     "AssetsReplaced": {"batch_index": _I, "roles_replaced": _L, "entities_kept": _L},
-    "EpisodeStarted": {"batch_index": _I, "episode_index": _I, "seed": _I},
-    "InitialChecked": {"batch_index": _I, "episode_index": _I, "passed": _B, "checks": _L},
+    "EpisodeStarted": {
+        "batch_index": _I, "episode_index": _I, "seed": _I, "started_at": _S, "reset_s": _F,
+    },
+    "InitialChecked": {
+        "batch_index": _I, "episode_index": _I, "passed": _B, "checks": _L, "duration_s": _F,
+    },
     "EpisodeExecuted": {
         "batch_index": _I, "episode_index": _I, "completed": _B, "steps": _I, "skills": _L,
-        "detail": _S,
+        "detail": _S, "duration_s": _F,
     },
     "EpisodeJudged": {
         "batch_index": _I, "episode_index": _I, "accepted": _B, "checks": _L, "reason": _S,
+        "duration_s": _F,
     },
     "TrajectoryCommitted": {
         "batch_index": _I, "episode_index": _I, "path": _S, "bytes": _I, "sha256": _S,
+        "duration_s": _F,
     },
     "TrajectoryDiscarded": {"batch_index": _I, "episode_index": _I, "reason": _S},
-    "ResetSubmitted": {"batch_index": _I, "episode_index": _I},
+    "ResetSubmitted": {"batch_index": _I, "episode_index": _I, "duration_s": _F},
     "BatchFinished": {"batch_index": _I, "accepted": _I, "attempted": _I},
     "EnvironmentClosed": {"session_id": _S, "ok": _B, "error_type": _S, "detail": _S},
     "RunCompleted": {"batches": _I, "accepted": _I, "attempted": _I},
@@ -90,6 +96,18 @@ NULLABLE: dict[str, frozenset[str]] = {
     "RunFailed": frozenset({"batch_index", "episode_index"}),
 }
 
+# Fields a payload may leave out: added after logs without them were written (old logs
+# stay valid). Per-episode timing: ``started_at`` is the wall-clock UTC start (ISO 8601,
+# ``Z``), every ``*_s`` a monotonic duration in seconds of that event's phase.
+OPTIONAL: dict[str, frozenset[str]] = {
+    "EpisodeStarted": frozenset({"started_at", "reset_s"}),
+    "InitialChecked": frozenset({"duration_s"}),
+    "EpisodeExecuted": frozenset({"duration_s"}),
+    "EpisodeJudged": frozenset({"duration_s"}),
+    "TrajectoryCommitted": frozenset({"duration_s"}),
+    "ResetSubmitted": frozenset({"duration_s"}),
+}
+
 ENUMS: dict[tuple[str, str], frozenset[str]] = {
     ("RunCreated", "goal"): frozenset({"prepare", "run"}),
 }
@@ -97,13 +115,19 @@ ENUMS: dict[tuple[str, str], frozenset[str]] = {
 EVENT_TYPES: frozenset[str] = frozenset(EVENT_FIELDS)
 
 # Precomputed per type, so validating an event does no lookups beyond its own spec:
-# (field set, ((field, kind, nullable, is_index), ...), ((field, allowed values), ...)).
+# (field set, optional fields, ((field, kind, nullable, is_index), ...),
+#  ((field, allowed values), ...)).
 _FieldCheck = tuple[str, Any, bool, bool]
 _SPECS: dict[
-    str, tuple[frozenset[str], tuple[_FieldCheck, ...], tuple[tuple[str, frozenset[str]], ...]]
+    str,
+    tuple[
+        frozenset[str], frozenset[str], tuple[_FieldCheck, ...],
+        tuple[tuple[str, frozenset[str]], ...],
+    ],
 ] = {
     name: (
         frozenset(fields),
+        OPTIONAL.get(name, frozenset()),
         tuple(
             (f, k, f in NULLABLE.get(name, frozenset()), k is int and f.endswith("_index"))
             for f, k in fields.items()
@@ -114,7 +138,11 @@ _SPECS: dict[
     for name, fields in EVENT_FIELDS.items()
 }
 
-_KIND_NAMES = {str: "string", int: "integer", bool: "boolean", list: "list", dict: "object"}
+_KIND_NAMES = {
+    str: "string", int: "integer", bool: "boolean", list: "list", dict: "object",
+    float: "number",
+}
+_ABSENT = object()
 
 
 def _where(run_id: str | None, seq: int | None, event_type: str) -> str:
@@ -157,9 +185,11 @@ def validate_payload(
             f"{_where(run_id, seq, event_type)}: payload must be a JSON object, "
             f"got {type(payload).__name__}"
         )
-    keys, checks, enums = spec
-    if payload.keys() != keys:
-        missing = sorted(keys - payload.keys())
+    keys, optional, checks, enums = spec
+    if payload.keys() != keys and not (
+        optional and keys - optional <= payload.keys() <= keys
+    ):
+        missing = sorted(keys - optional - payload.keys())
         extra = sorted(payload.keys() - keys)
         detail = "; ".join(
             p for p in (
@@ -169,14 +199,16 @@ def validate_payload(
         )
         raise EventSchemaError(f"{_where(run_id, seq, event_type)}: {detail}")
     for field, kind, nullable, is_index in checks:
-        value = payload[field]
+        value = payload.get(field, _ABSENT)
         if type(value) is kind:
             if is_index and value < 0:
                 raise EventSchemaError(
                     f"{_where(run_id, seq, event_type)}: field {field} must be >= 0"
                 )
             continue
-        if value is None and nullable:
+        if (value is None and nullable) or (value is _ABSENT and field in optional):
+            continue
+        if kind is float and type(value) is int:  # JSON does not tell 1 from 1.0
             continue
         raise EventSchemaError(
             f"{_where(run_id, seq, event_type)}: field {field} must be "

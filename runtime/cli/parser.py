@@ -21,6 +21,7 @@ from runtime.cli.query_commands import (
     cmd_show,
     cmd_verify,
 )
+from runtime.cli.report_command import cmd_report
 from runtime.cli.run_commands import cmd_collect, cmd_demo, cmd_prepare, cmd_resume, cmd_run
 from runtime.cli.store_access import DB_ENV
 from runtime.demo import DEMO_CONFIG
@@ -184,6 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--head", metavar="HASH",
         help="a head hash noted earlier: the run's chain must contain it",
+    )
+
+    p = command("report", cmd_report, "write report.html and PNG plots of one run into DIR")
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--out", metavar="DIR", required=True, help="folder for report.html")
+    p.add_argument(
+        "--no-thumbnails", action="store_true", help="do not render asset thumbnails"
     )
 
     p = command("db", cmd_db, "event store schema: upgrade | current")

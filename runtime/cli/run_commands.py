@@ -178,6 +178,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"state {summary['state']}"
     )
     out(f"inspect: assetcast --db {result.db_url} show {result.run_id}")
+    if result.report_path is not None:
+        out(f"report: {result.report_path}")
     return EXIT_OK
 
 
