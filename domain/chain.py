@@ -67,29 +67,37 @@ def event_hash(
     ).hexdigest()
 
 
+_SHA = hashlib.sha256
+
+
+def _fast_hash(
+    prefix: bytes, seq: int, event_type: str, version: bytes, text: str, at: bytes,
+    prev_hash: str,
+) -> str:
+    """``event_hash`` with the per-run and per-append netstrings precomputed by the caller
+    (``prefix`` = TAG + run id, ``version`` and ``at`` as netstrings): the same bytes, one
+    formatting operation, because it runs on every append and every event verified."""
+    kind, body, number = event_type.encode("utf-8"), text.encode("utf-8"), b"%d" % seq
+    return _SHA(b"%s%d:%s,%d:%s,%s%d:%s,%s%d:%s," % (
+        prefix, len(number), number, len(kind), kind, version, len(body), body, at,
+        len(prev_hash), prev_hash.encode("ascii"),
+    )).hexdigest()
+
+
 def chain_hashes(
     run_id: str, start_seq: int, prev_hash: str, recorded_at: str, schema_version: int,
     events: Sequence[tuple[str, str]],
 ) -> list[tuple[str, str]]:
     """``(prev_hash, hash)`` for events ``(type, payload text)`` appended from ``start_seq``
-    in one transaction (one ``recorded_at``). Same bytes as ``event_bytes``, built with one
-    formatting operation per event because it runs on every append."""
+    in one transaction (one ``recorded_at``)."""
     out = []
     prefix = TAG + _net(run_id.encode("utf-8"))
     version = _net(b"%d" % schema_version)
     at = _net(recorded_at.encode("ascii"))
-    sha = hashlib.sha256
-    seq = start_seq
-    for event_type, text in events:
-        kind, body = event_type.encode("utf-8"), text.encode("utf-8")
-        number = b"%d" % seq
-        digest = sha(b"%s%d:%s,%d:%s,%s%d:%s,%s%d:%s," % (
-            prefix, len(number), number, len(kind), kind, version, len(body), body, at,
-            len(prev_hash), prev_hash.encode("ascii"),
-        )).hexdigest()
+    for offset, (event_type, text) in enumerate(events):
+        digest = _fast_hash(prefix, start_seq + offset, event_type, version, text, at, prev_hash)
         out.append((prev_hash, digest))
         prev_hash = digest
-        seq += 1
     return out
 
 
@@ -150,12 +158,13 @@ def walk_chain(
     """
     report = ChainReport(run_id, stored_head=stored_head)
     prev = GENESIS
-    seen_times: dict[datetime, str] = {}
+    prefix = TAG + _net(run_id.encode("utf-8"))
+    versions: dict[int, bytes] = {}
+    seen_times: dict[datetime, bytes] = {}
     max_seq = rows[-1][0] if rows else 0
     hashes: dict[str, int] = {}
     for expected_seq, row in enumerate(rows, start=1):
         seq, event_type, version, text, recorded, row_prev, stored = row
-        where = f"seq {seq} ({event_type})"
         if seq != expected_seq:
             report.problem_seq = expected_seq
             report.problem = (
@@ -165,14 +174,17 @@ def walk_chain(
             return report
         if stored is None or row_prev is None:
             report.problem_seq = seq
-            report.problem = f"{where} has no hash (written outside the store)"
+            report.problem = f"seq {seq} ({event_type}) has no hash (written outside the store)"
             return report
         at = seen_times.get(recorded)
         if at is None:
-            at = seen_times[recorded] = time_text(recorded)
-        if event_hash(run_id, seq, event_type, version, text, at, row_prev) != stored:
+            at = seen_times[recorded] = _net(time_text(recorded).encode("ascii"))
+        version_net = versions.get(version)
+        if version_net is None:
+            version_net = versions[version] = _net(b"%d" % version)
+        if _fast_hash(prefix, seq, event_type, version_net, text, at, row_prev) != stored:
             report.problem_seq = seq
-            moved = _recorded_as(run_id, row, at, max_seq)
+            moved = _recorded_as(run_id, row, time_text(recorded), max_seq)
             if moved is not None:
                 report.problem = (
                     f"events reordered: the event now at seq {seq} ({event_type}) "
@@ -180,8 +192,8 @@ def walk_chain(
                 )
             else:
                 report.problem = (
-                    f"{where} differs from what was recorded: its content no longer "
-                    "matches its hash"
+                    f"seq {seq} ({event_type}) differs from what was recorded: its content "
+                    "no longer matches its hash"
                 )
             return report
         if row_prev != prev:

@@ -70,14 +70,26 @@ class _Statements:
         self.select_fold = DriverStatement(
             sa.select(*fold).where(*after).order_by(_E.seq), dialect
         )
+        chain = (
+            _E.seq, _E.type, _E.schema_version, _E.payload, _E.recorded_at, _E.prev_hash,
+            _E.hash,
+        )
+        self.select_chain = DriverStatement(
+            sa.select(*chain).where(_E.run_id == sa.bindparam("c_run_id")).order_by(_E.seq),
+            dialect,
+        )
         # Raw driver rows skip result processing: fine for columns that have none;
         # recorded_at is converted by the reader; anything else keeps the Core path.
         plain = all(
             c.type.dialect_impl(dialect).result_processor(dialect, None) is None
             for c in full if c is not _E.recorded_at
         )
+        plain = plain and all(
+            c.type.dialect_impl(dialect).result_processor(dialect, None) is None
+            for c in chain if c is not _E.recorded_at
+        )
         if not plain:
-            self.select_events.fast = self.select_fold.fast = False
+            self.select_events.fast = self.select_fold.fast = self.select_chain.fast = False
         self.recorded_at = _E.recorded_at.type.dialect_impl(dialect).result_processor(
             dialect, None
         ) or (lambda value: value)
@@ -148,10 +160,7 @@ class EventStore(StoreCore):
         return found is not None
 
     def _chain_rows(self, run_id: str) -> tuple[list, int | None, str | None]:
-        query = sa.select(
-            _E.seq, _E.type, _E.schema_version, _E.payload, _E.recorded_at, _E.prev_hash,
-            _E.hash,
-        ).where(_E.run_id == run_id).order_by(_E.seq)
+        sql = self._sql
         with self.engine.connect() as conn:
             if conn.dialect.name == "postgresql":
                 conn = conn.execution_options(isolation_level="REPEATABLE READ")
@@ -159,13 +168,14 @@ class EventStore(StoreCore):
                 run = conn.execute(
                     sa.select(_R.version, _R.head_hash).where(_R.run_id == run_id)
                 ).first()
-                rows = conn.execute(query).all()
+                rows = sql.select_chain.execute(conn, {"c_run_id": run_id}).all()
+        convert = sql.recorded_at if sql.select_chain.fast else None
         seen: dict = {}
         out = []
         for seq, event_type, schema_version, text, raw_at, prev, digest in rows:
             at = seen.get(raw_at)
             if at is None:
-                at = seen[raw_at] = as_utc(raw_at)
+                at = seen[raw_at] = as_utc(convert(raw_at) if convert else raw_at)
             out.append((seq, event_type, schema_version, text, at, prev, digest))
         if run is None:
             return out, None, None

@@ -81,7 +81,7 @@ def _assets(report: Mapping[str, Any], png: bytes) -> str:
         for a in report["assets"]
     )
     return (f"<h2>Assets</h2><table><tr><th>role</th><th>asset</th><th>sha256</th>"
-            f"<th>batches</th><th>accepted</th><th>attempted</th></tr>{rows}</table>"
+            f"<th>in batches</th><th>accepted</th><th>attempted</th></tr>{rows}</table>"
             f"{_img(png, 'accepted per asset')}")
 
 
