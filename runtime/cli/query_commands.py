@@ -137,10 +137,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 len(a["runs"]),
                 len(a["batches"]),
                 f"{a['episodes_accepted']}/{a['episodes_attempted']}",
+                f"{a['episode_seconds'] / a['episodes_timed']:.2f}" if a["episodes_timed"] else "",
                 f"{len(a['rejections'])} {' '.join(reasons)}".strip(),
             ]
         )
-    out(table(["asset", "sha256", "roles", "runs", "batches", "accepted", "rejections"], rows))
+    out(table(
+        ["asset", "sha256", "roles", "runs", "batches", "accepted", "s/episode", "rejections"],
+        rows,
+    ))
     for candidate in report["unprepared_candidates"]:
         for r in candidate["rejections"]:
             out(
