@@ -121,8 +121,9 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
                 "path": p.get("path"),
                 "sha256": p.get("sha256"),
                 "reason": p.get("reason"),
-                "duration_s": seconds.get(key),
             }
+    for key, outcome in done.items():  # ResetSubmitted's time comes after the verdict
+        outcome["duration_s"] = seconds.get(key)
     return done
 
 
