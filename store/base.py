@@ -213,7 +213,7 @@ class StoreCore:
                 for event in prepared:
                     folder.apply(event.seq, event.type, event.payload)
                 now = utcnow()
-                previous = self._heads.get(run_id, GENESIS) if expected_version else GENESIS
+                previous = self._previous_hash(run_id, expected_version)
                 self._link(run_id, prepared, previous, now)
                 self._write(run_id, prepared, expected_version, folder.state, now)
             except BaseException:
@@ -225,6 +225,19 @@ class StoreCore:
             return folder.state.version
 
     # -- the hash chain ---------------------------------------------------------------
+    def _previous_hash(self, run_id: str, expected_version: int) -> str:
+        """The hash the next event chains to: the cached head, else (a fold restored by
+        other means) the stored hash of the event at ``expected_version``."""
+        if expected_version == 0:
+            return GENESIS
+        head = self._heads.get(run_id)
+        if head is None:
+            head = self._hash_at(run_id, expected_version) or GENESIS
+        return head
+
+    def _hash_at(self, run_id: str, seq: int) -> str | None:
+        raise NotImplementedError
+
     def _link(
         self, run_id: str, prepared: Sequence[PreparedEvent], previous: str, now: datetime
     ) -> None:

@@ -181,6 +181,12 @@ class EventStore(StoreCore):
             return out, None, None
         return out, run[0], run[1]
 
+    def _hash_at(self, run_id: str, seq: int) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(_E.hash).where(_E.run_id == run_id, _E.seq == seq)
+            ).scalar()
+
     def _run_head(self, run_id: str) -> str | None:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(_R.head_hash).where(_R.run_id == run_id)).scalar()

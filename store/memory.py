@@ -60,6 +60,11 @@ class InMemoryEventStore(StoreCore):
                 return rows, None, None
             return rows, run["version"], run.get("head_hash")
 
+    def _hash_at(self, run_id: str, seq: int) -> str | None:
+        with self._lock:
+            rows = self._events.get(run_id, [])
+            return rows[seq - 1][7] if 0 < seq <= len(rows) else None
+
     def _run_head(self, run_id: str) -> str | None:
         run = self._runs.get(run_id)
         return None if run is None else run.get("head_hash")

@@ -71,6 +71,14 @@ def test_chain_continues_across_sessions(backend_url: str) -> None:
                             "were appended after it was noted"]
 
 
+def test_append_after_a_fold_cached_without_its_head_still_chains(backend_store) -> None:
+    """A fold restored by other means (no head cached) chains to the stored last hash."""
+    version = _run_with_episodes(backend_store, episodes=1)
+    backend_store._heads.clear()
+    backend_store.append("r", episode(0, 1), expected_version=version)
+    assert backend_store.verify_chain("r").ok
+
+
 def test_in_memory_store_chains_and_detects_an_edit() -> None:
     store = InMemoryEventStore()
     _run_with_episodes(store)
