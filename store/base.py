@@ -91,10 +91,12 @@ class StoreCore:
 
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState, now: datetime,
+        state: RunState, now: datetime, fence: Lease | None = None,
     ) -> None:
         """Write ``prepared`` (hashes set, all recorded at ``now``) and the run's new
-        state, version and head hash (``prepared[-1].hash``) in one transaction."""
+        state, version and head hash (``prepared[-1].hash``) in one transaction; with
+        ``fence``, in the same transaction as a check that the lease row still carries
+        ``fence``'s token (``LeaseLost`` and nothing written if not)."""
         raise NotImplementedError
 
     def _chain_rows(self, run_id: str) -> tuple[list[ChainRow], int | None, str | None]:
@@ -183,12 +185,15 @@ class StoreCore:
         return prepared
 
     def append(
-        self, run_id: str, events: Sequence[NewEvent], *, expected_version: int
+        self, run_id: str, events: Sequence[NewEvent], *, expected_version: int,
+        fence: Lease | None = None,
     ) -> int:
         """Append ``events`` atomically after ``expected_version``; return the new version.
 
         ``expected_version=0`` creates the run. A stale version raises ConcurrencyError
-        and an illegal event IllegalTransition; either way nothing is written.
+        and an illegal event IllegalTransition; either way nothing is written. With
+        ``fence`` (the session's lease) the append is refused with ``LeaseLost`` unless that
+        lease still holds the run, checked in the same transaction as the write.
         """
         if not events:
             raise ValueError("append needs at least one event")
@@ -215,7 +220,7 @@ class StoreCore:
                 now = utcnow()
                 previous = self._previous_hash(run_id, expected_version)
                 self._link(run_id, prepared, previous, now)
-                self._write(run_id, prepared, expected_version, folder.state, now)
+                self._write(run_id, prepared, expected_version, folder.state, now, fence)
             except BaseException:
                 self._folds.pop(run_id, None)
                 self._heads.pop(run_id, None)
@@ -297,7 +302,7 @@ class StoreCore:
             try:
                 self.append(
                     lease.run_id, [NewEvent("LeaseTakenOver", payload)],
-                    expected_version=state.version,
+                    expected_version=state.version, fence=lease,
                 )
                 return
             except ConcurrencyError:

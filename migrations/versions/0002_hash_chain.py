@@ -1,7 +1,7 @@
 """Hash chain: events.prev_hash / events.hash and runs.head_hash, backfilled in order.
 
 Revision ID: 0002_hash_chain
-Revises: 0001_initial
+Revises: 0002_lease_token (developed on 0001_initial; the lease token landed first)
 Create Date: 2026-12-01
 
 The backfill is the only UPDATE the events table ever sees: the immutability triggers are
@@ -20,7 +20,7 @@ from alembic import op
 from domain.chain import GENESIS, event_hash, time_text
 
 revision: str = "0002_hash_chain"
-down_revision: str | None = "0001_initial"
+down_revision: str | None = "0002_lease_token"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 
 import structlog
 
-from domain.errors import AssetcastError, AssetcastInputError, LeaseHeld
+from domain.errors import (
+    AssetcastError,
+    AssetcastInputError,
+    LeaseHeld,
+    SessionLost,
+    recorded_in_run,
+)
 from runtime.cli.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -52,8 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{PROG}: interrupted{hint}\n")
         return EXIT_INTERRUPTED
     except (AssetcastInputError, LeaseHeld) as error:
+        if recorded_in_run(error) is not None:  # exit 2 means nothing was recorded
+            return _run_failed(args, error)
         sys.stderr.write(f"{PROG}: error: {one_line(error)}\n")
         return EXIT_BAD_INPUT
+    except SessionLost as error:  # another session drives the run now; it recorded nothing
+        sys.stderr.write(f"{PROG}: stopped, this session lost the run: {one_line(error)}\n")
+        return EXIT_RUN_FAILED
     except AssetcastError as error:
         return _run_failed(args, error)
     except Exception as error:

@@ -7,13 +7,14 @@ database file is bad input (exit 2), never an empty report.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
 from domain.canonical import canonical_json
 from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
-from runtime.cli.output import out, table
+from runtime.cli.output import out, out_block, table
 from runtime.cli.store_access import db_url, open_store, read_run
 from runtime.files import report_text
 from store.projections.audit import event_time, run_summary
@@ -30,7 +31,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         summaries.append(run_summary(run_id, list(store.read(run_id))))
     summaries.sort(key=lambda s: (s["created_at"] or "", s["run_id"]))
     if args.json:
-        out(report_text(summaries))
+        out_block(report_text(summaries))
         return EXIT_OK
     rows = [
         [
@@ -43,7 +44,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         ]
         for s in summaries
     ]
-    out(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
+    out_block(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
     return EXIT_OK
 
 
@@ -80,7 +81,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     out(f"{'head hash:':<12}{store.head_hash(args.run_id)}")
     if any(e.type == "BatchResolved" for e in events):
         out("")
-        out(batch_table(events))
+        out_block(batch_table(events))
         out("(paths relative to the output folder)")
     return EXIT_OK
 
@@ -109,7 +110,8 @@ def cmd_events(args: argparse.Namespace) -> int:
                 "recorded_at": event_time(event),
                 "payload": event.payload,
             }
-            out(canonical_json(record))
+            # ASCII-only JSON: valid JSON that carries no raw control character.
+            out(json.dumps(record, sort_keys=True, separators=(",", ":")))
         else:
             out(f"{event.seq:>5}  {event_time(event)}  {event.type:<22}  {_compact(event.payload)}")
     return EXIT_OK
@@ -141,7 +143,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 f"{len(a['rejections'])} {' '.join(reasons)}".strip(),
             ]
         )
-    out(table(
+    out_block(table(
         ["asset", "sha256", "roles", "runs", "batches", "accepted", "s/episode", "rejections"],
         rows,
     ))
@@ -189,7 +191,7 @@ def cmd_forensics(args: argparse.Namespace) -> int:
         out(f"failure #{failure['seq']} in {failure['phase']}{where}: "
             f"{failure['error_type']}: {failure['detail']}")
         if failure.get("traceback"):
-            out(str(failure["traceback"]).rstrip())
+            out_block(str(failure["traceback"]).rstrip())
     for r in report["resumes"]:
         out(f"resumed #{r['seq']}: {r['from_state']} -> {r['to_state']} "
             f"by session {r['session_id']}")

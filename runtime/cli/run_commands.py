@@ -18,7 +18,7 @@ import structlog
 from domain.errors import ConfigError
 from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, UsageError
-from runtime.cli.output import out
+from runtime.cli.output import out, out_block
 from runtime.cli.store_access import db_url, open_store, read_run, require_run
 from store.projections.audit import run_summary
 
@@ -32,6 +32,9 @@ CONFIG_FLAGS: dict[str, str] = {
     "candidates_per_role": "--candidates-per-role",
     "max_search_nodes": "--max-search-nodes",
     "settle_steps": "--settle-steps",
+    "max_mesh_faces": "--max-mesh-faces",
+    "max_mesh_vertices": "--max-mesh-vertices",
+    "max_collision_pieces": "--max-collision-pieces",
 }
 
 
@@ -171,7 +174,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     events = read_run(store, result.run_id)
     out(f"demo run {result.run_id} in {result.directory}")
     out(f"run output folder: {result.output_dir}")
-    out(batch_table(events))
+    out_block(batch_table(events))
     summary = run_summary(result.run_id, events)
     out(
         f"{summary['episodes_accepted']}/{summary['episodes_attempted']} episodes accepted; "
