@@ -60,7 +60,13 @@ class UnknownRun(AssetcastInputError, StoreError):
 
 
 class EventSchemaError(StoreError):
-    """An event payload, type or schema version is not understood."""
+    """An event payload, type or schema version is not understood.
+
+    A stored event that fails to decode carries its ``run_id`` and ``seq``, so a report
+    over many runs can name the broken one and go on with the others."""
+
+    run_id: str | None = None
+    seq: int | None = None
 
 
 _RECORDED = "assetcast_recorded_in_run"

@@ -55,26 +55,20 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
     "EnvironmentBuilt": {"session_id": _S, "batch_index": _I, "constructions": _I},
     "BatchStarted": {"batch_index": _I, "asset_set_id": _S, "seed": _I, "deployment_path": _S},
     "AssetsReplaced": {"batch_index": _I, "roles_replaced": _L, "entities_kept": _L},
-    "EpisodeStarted": {
-        "batch_index": _I, "episode_index": _I, "seed": _I, "started_at": _S, "reset_s": _F,
-    },
-    "InitialChecked": {
-        "batch_index": _I, "episode_index": _I, "passed": _B, "checks": _L, "duration_s": _F,
-    },
+    "EpisodeStarted": {"batch_index": _I, "episode_index": _I, "seed": _I},
+    "InitialChecked": {"batch_index": _I, "episode_index": _I, "passed": _B, "checks": _L},
     "EpisodeExecuted": {
         "batch_index": _I, "episode_index": _I, "completed": _B, "steps": _I, "skills": _L,
-        "detail": _S, "duration_s": _F,
+        "detail": _S,
     },
     "EpisodeJudged": {
         "batch_index": _I, "episode_index": _I, "accepted": _B, "checks": _L, "reason": _S,
-        "duration_s": _F,
     },
     "TrajectoryCommitted": {
         "batch_index": _I, "episode_index": _I, "path": _S, "bytes": _I, "sha256": _S,
-        "duration_s": _F,
     },
     "TrajectoryDiscarded": {"batch_index": _I, "episode_index": _I, "reason": _S},
-    "ResetSubmitted": {"batch_index": _I, "episode_index": _I, "duration_s": _F},
+    "ResetSubmitted": {"batch_index": _I, "episode_index": _I},
     "BatchFinished": {"batch_index": _I, "accepted": _I, "attempted": _I},
     "EnvironmentClosed": {"session_id": _S, "ok": _B, "error_type": _S, "detail": _S},
     "RunCompleted": {"batches": _I, "accepted": _I, "attempted": _I},
@@ -89,23 +83,26 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
     },
 }
 
+# type -> {field: kind} that a payload may omit (fields added after logs already existed).
+# ``TrajectoryCommitted.files``: the episode's camera files, each {camera (str or null),
+# modality, path, bytes, sha256}; absent in logs written before cameras existed.
+# Per-episode timing (also absent in older logs): ``EpisodeStarted.started_at`` is the
+# wall-clock UTC start (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) and ``reset_s`` the seeded reset;
+# every ``duration_s`` is the monotonic duration in seconds of that event's phase.
+OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
+    "EpisodeStarted": {"started_at": _S, "reset_s": _F},
+    "InitialChecked": {"duration_s": _F},
+    "EpisodeExecuted": {"duration_s": _F},
+    "EpisodeJudged": {"duration_s": _F},
+    "TrajectoryCommitted": {"files": _L, "duration_s": _F},
+    "ResetSubmitted": {"duration_s": _F},
+}
+
 NULLABLE: dict[str, frozenset[str]] = {
     "CandidateRejected": frozenset({"candidate_id"}),
     "CollectionStarted": frozenset({"recording_dir"}),
     "EnvironmentClosed": frozenset({"error_type", "detail"}),
     "RunFailed": frozenset({"batch_index", "episode_index"}),
-}
-
-# Fields a payload may leave out: added after logs without them were written (old logs
-# stay valid). Per-episode timing: ``started_at`` is the wall-clock UTC start (ISO 8601,
-# ``Z``), every ``*_s`` a monotonic duration in seconds of that event's phase.
-OPTIONAL: dict[str, frozenset[str]] = {
-    "EpisodeStarted": frozenset({"started_at", "reset_s"}),
-    "InitialChecked": frozenset({"duration_s"}),
-    "EpisodeExecuted": frozenset({"duration_s"}),
-    "EpisodeJudged": frozenset({"duration_s"}),
-    "TrajectoryCommitted": frozenset({"duration_s"}),
-    "ResetSubmitted": frozenset({"duration_s"}),
 }
 
 ENUMS: dict[tuple[str, str], frozenset[str]] = {
@@ -115,25 +112,27 @@ ENUMS: dict[tuple[str, str], frozenset[str]] = {
 EVENT_TYPES: frozenset[str] = frozenset(EVENT_FIELDS)
 
 # Precomputed per type, so validating an event does no lookups beyond its own spec:
-# (field set, optional fields, ((field, kind, nullable, is_index), ...),
-#  ((field, allowed values), ...)).
+# (field set, ((field, kind, nullable, is_index), ...), ((field, allowed values), ...),
+#  optional field set).
 _FieldCheck = tuple[str, Any, bool, bool]
 _SPECS: dict[
     str,
     tuple[
-        frozenset[str], frozenset[str], tuple[_FieldCheck, ...],
+        frozenset[str],
+        tuple[_FieldCheck, ...],
         tuple[tuple[str, frozenset[str]], ...],
+        frozenset[str],
     ],
 ] = {
     name: (
         frozenset(fields),
-        OPTIONAL.get(name, frozenset()),
         tuple(
             (f, k, f in NULLABLE.get(name, frozenset()), k is int and f.endswith("_index"))
-            for f, k in fields.items()
+            for f, k in {**fields, **OPTIONAL_FIELDS.get(name, {})}.items()
             if k is not _A
         ),
         tuple((f, allowed) for (etype, f), allowed in ENUMS.items() if etype == name),
+        frozenset(OPTIONAL_FIELDS.get(name, {})),
     )
     for name, fields in EVENT_FIELDS.items()
 }
@@ -142,7 +141,6 @@ _KIND_NAMES = {
     str: "string", int: "integer", bool: "boolean", list: "list", dict: "object",
     float: "number",
 }
-_ABSENT = object()
 
 
 def _where(run_id: str | None, seq: int | None, event_type: str) -> str:
@@ -185,12 +183,12 @@ def validate_payload(
             f"{_where(run_id, seq, event_type)}: payload must be a JSON object, "
             f"got {type(payload).__name__}"
         )
-    keys, optional, checks, enums = spec
+    keys, checks, enums, optional = spec
     if payload.keys() != keys and not (
-        optional and keys - optional <= payload.keys() <= keys
+        optional and keys <= payload.keys() and payload.keys() - keys <= optional
     ):
-        missing = sorted(keys - optional - payload.keys())
-        extra = sorted(payload.keys() - keys)
+        missing = sorted(keys - payload.keys())
+        extra = sorted(payload.keys() - keys - optional)
         detail = "; ".join(
             p for p in (
                 f"missing field(s) {', '.join(missing)}" if missing else "",
@@ -199,14 +197,16 @@ def validate_payload(
         )
         raise EventSchemaError(f"{_where(run_id, seq, event_type)}: {detail}")
     for field, kind, nullable, is_index in checks:
-        value = payload.get(field, _ABSENT)
+        if field not in payload:  # an optional field that was left out
+            continue
+        value = payload[field]
         if type(value) is kind:
             if is_index and value < 0:
                 raise EventSchemaError(
                     f"{_where(run_id, seq, event_type)}: field {field} must be >= 0"
                 )
             continue
-        if (value is None and nullable) or (value is _ABSENT and field in optional):
+        if value is None and nullable:
             continue
         if kind is float and type(value) is int:  # JSON does not tell 1 from 1.0
             continue

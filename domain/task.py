@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain import fields as f
+from domain.cameras import CameraSpec, camera_to_dict, parse_cameras
 from domain.errors import ConfigError
 from domain.paths import contained_relpath
 from domain.requirements import RELATION_KINDS, AssetRequirements, parse_requirements
@@ -115,6 +116,7 @@ class TaskSpec:
     program: tuple[SkillStep, ...]
     checks: ChecksSpec
     asset_requirements: AssetRequirements | None = None
+    cameras: tuple[CameraSpec, ...] = ()
 
     def entity(self, entity_id: str) -> EntitySpec:
         for entity in self.scene.entities:
@@ -268,7 +270,7 @@ def _parse_robot(
     if "base_position_m" in raw:
         bx, by = f.numbers(raw["base_position_m"], base_path, source, arity=2)
     else:
-        bx, by = -table_xy[0] / 2 + inset, 0.0
+        bx, by = round(-table_xy[0] / 2 + inset, 9), 0.0  # no float noise in deployments
     if abs(bx) > table_xy[0] / 2 or abs(by) > table_xy[1] / 2:
         f.fail(
             base_path,
@@ -365,7 +367,7 @@ def parse_task(mapping: Any, source: str | None = None) -> TaskSpec:
         "",
         source,
         required=("task_id", "scene", "program", "checks"),
-        optional=("asset_requirements",),
+        optional=("asset_requirements", "cameras"),
     )
     task_id = f.text(raw["task_id"], "task_id", source)
     scene = _parse_scene(raw["scene"], "scene", source)
@@ -393,7 +395,8 @@ def parse_task(mapping: Any, source: str | None = None) -> TaskSpec:
                     f"unknown entity {entity_id!r}",
                     source,
                 )
-    return TaskSpec(task_id, scene, program, checks, requirements)
+    cameras = parse_cameras(raw.get("cameras", []), "cameras", source)
+    return TaskSpec(task_id, scene, program, checks, requirements, cameras)
 
 
 # --------------------------------------------------------------------------- serializing
@@ -475,4 +478,6 @@ def task_to_dict(spec: TaskSpec) -> dict[str, Any]:
             if role["query"]["category"] is None:
                 del role["query"]["category"]
         out["asset_requirements"] = requirements
+    if spec.cameras:
+        out["cameras"] = [camera_to_dict(camera) for camera in spec.cameras]
     return out

@@ -34,8 +34,9 @@ log = structlog.get_logger(__name__)
 DEFAULT_DEMO_ROOT = Path("assetcast-demo")
 ROOT_MARKER = ".assetcast-demo"
 # Seed 26's three batches show the three fates of an episode: a tile whose 5 mm clearance
-# leaves the fingers no room (physics rejects it: the fingers catch and lift the bin), an
-# item too wide for the gripper (the program refuses it), and a fit that is accepted.
+# leaves the fingers no room (physics and checks reject it: the Panda's fingers meet the
+# walls and the tile ends up wedged above the floor), an item too wide for the 8 cm hand (pick
+# refuses it), and an accepted fit.
 DEMO_CONFIG = CollectionConfig(seed=26, max_batches=3, episodes_per_batch=2, settle_steps=50)
 
 
@@ -84,11 +85,13 @@ def run_demo(
     db: str | None = None,
     progress: bool = True,
     on_run_id: Callable[[str], None] | None = None,
+    on_db_url: Callable[[str], None] | None = None,
 ) -> DemoResult:
     """Write catalog and task, then prepare and collect one run (goal ``run``).
 
     ``on_run_id`` hears the run id before the first event is appended, so an interrupted demo
-    can still tell the user which run to resume.
+    can still tell the user which run to resume; ``on_db_url`` hears which store it uses, so
+    a failed demo can be checked for a recorded failure.
     """
     from runtime.assets.demo_catalog import write_demo_catalog
     from runtime.collect import collect
@@ -104,6 +107,8 @@ def run_demo(
     requirements = load_task(task_path).asset_requirements
     roles = sorted(requirements.roles) if requirements else []
     db_url = db or f"sqlite:///{directory / 'assetcast.db'}"
+    if on_db_url is not None:
+        on_db_url(db_url)
     output = directory / "run"
     log.info("demo_prepared_inputs", directory=str(directory), packages=len(packages), roles=roles)
 

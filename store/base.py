@@ -45,12 +45,18 @@ def _stored_payload(
     """Parse and validate one stored payload: a log written by other means is refused,
     never misread, whether it is folded or read."""
     try:
-        payload = json.loads(text)
-    except ValueError as exc:
-        raise EventSchemaError(
-            f"run {run_id!r} seq {seq} {event_type}: payload is not valid JSON: {exc}"
-        ) from exc
-    validate_payload(event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq)
+        try:
+            payload = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise EventSchemaError(
+                f"run {run_id!r} seq {seq} {event_type}: payload is not valid JSON: {exc}"
+            ) from exc
+        validate_payload(
+            event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq
+        )
+    except EventSchemaError as error:
+        error.run_id, error.seq = run_id, seq
+        raise
     return payload
 
 

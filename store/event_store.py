@@ -13,7 +13,8 @@ serialization failure, which is mapped to the same ConcurrencyError.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -24,9 +25,15 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from domain.errors import ConcurrencyError, LeaseHeld
 from domain.events import SCHEMA_VERSION
 from domain.state import RunState
-from store.admin import ensure_schema
+from store.admin import (
+    check_readable,
+    check_writable_store,
+    create_sqlite_store,
+    ensure_schema,
+)
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.engine import is_write_conflict, make_engine, safe_url
+from store.errors import DatabaseLocked
 from store.leases import (
     Lease,
     fenced_by,
@@ -115,12 +122,40 @@ class _Statements:
 
 
 class EventStore(StoreCore):
-    """Event store over SQLAlchemy; opening it upgrades the schema to head."""
+    """Event store over SQLAlchemy; opening it upgrades the schema to head.
 
-    def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
+    ``read_only=True`` opens an existing store without writing anything (no migration,
+    no journal-mode switch, every write refused), so an archived store on a read-only
+    filesystem can be inspected; a store that is not at head is then refused with
+    SchemaOutdated rather than migrated. ``must_exist`` refuses a missing SQLite file
+    instead of creating it. Failures to open are :mod:`store.errors` classes.
+    """
+
+    def __init__(
+        self, url: str | None = None, *, engine: Engine | None = None, read_only: bool = False,
+        must_exist: bool = False,
+    ) -> None:
         super().__init__()
-        self.engine = engine or make_engine(url)
-        ensure_schema(self.engine)
+        self.read_only = read_only
+        if must_exist and not read_only and engine is None:
+            # Look before the writer connects: connecting switches the file to WAL, which
+            # must not happen to a database that is then refused.
+            probe = make_engine(url, read_only=True)
+            try:
+                check_writable_store(probe)
+            finally:
+                probe.dispose()
+        elif engine is None and not read_only:
+            create_sqlite_store(url)
+        self.engine = engine or make_engine(url, read_only=read_only, must_exist=must_exist)
+        try:
+            if read_only:
+                check_readable(self.engine)
+            else:
+                ensure_schema(self.engine, create=not must_exist)
+        except BaseException:
+            self.engine.dispose()
+            raise
         self._sql = _Statements(self.engine.dialect)
         # Writers take the lock at BEGIN (SQLite); options bound once, same pool.
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
@@ -143,6 +178,24 @@ class EventStore(StoreCore):
 
     def _write_conn(self) -> Connection:
         return self._writer.connect()
+
+    @contextmanager
+    def _naming_holder(self, run_id: str) -> Iterator[None]:
+        """A lock timeout names the session holding the run, when its lease says who.
+
+        Reading the lease works while another process holds the write lock (WAL), so
+        the message can say which session to wait for or stop."""
+        try:
+            yield
+        except DatabaseLocked as error:
+            try:
+                holder = self.lease_info(run_id)
+            except Exception as secondary:  # noqa: BLE001 - the lock error is the story
+                error.add_note(f"reading the lease failed: {secondary}")
+                raise error from error.__cause__
+            if holder is None:
+                raise
+            raise error.held_by(held_message(holder)) from error.__cause__
 
     # -- reading ----------------------------------------------------------------------
     def _read_rows(self, run_id: str, after_seq: int) -> list[ReadRow]:
@@ -226,7 +279,7 @@ class EventStore(StoreCore):
         state: RunState, now: datetime, fence: Lease | None = None,
     ) -> None:
         try:
-            with self._write_conn() as conn, conn.begin():
+            with self._naming_holder(run_id), self._write_conn() as conn, conn.begin():
                 if fence is not None:
                     self._check_fence(conn, fence)
                 self._write_in(conn, run_id, prepared, expected_version, state, now)
@@ -336,7 +389,7 @@ class EventStore(StoreCore):
                 "heartbeat_at": now, "expires_at": expires,
             }
             try:
-                with self._write_conn() as conn, conn.begin():
+                with self._naming_holder(run_id), self._write_conn() as conn, conn.begin():
                     current, mine = self._claim_lease(conn, run_id, values, now)
             except IntegrityError:
                 continue  # another session inserted first; look again

@@ -13,26 +13,32 @@ from typing import Any
 
 from domain.canonical import canonical_json
 from runtime.cli.batch_table import batch_table
-from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
+from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UnreadableRuns, UsageError
 from runtime.cli.output import out, out_block, table
-from runtime.cli.store_access import db_url, open_store, read_run
+from runtime.cli.store_access import open_for_reading, read_run
 from runtime.files import report_text
-from store.projections.audit import event_time, run_summary
+from store.projections.audit import event_time, read_logs, run_summary
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from runtime.cli.chain_notice import warn_if_chain_broken
 
-    store = open_store(db_url(args))
-    summaries = []
+    store = open_for_reading(args)
     for entry in store.list_runs():
-        run_id = entry if isinstance(entry, str) else entry.run_id
-        warn_if_chain_broken(store, run_id)
-        summaries.append(run_summary(run_id, list(store.read(run_id))))
+        warn_if_chain_broken(store, entry.run_id)
+    logs, unreadable = read_logs(store)
+    summaries = [run_summary(run_id, list(events)) for run_id, events in logs.items()]
     summaries.sort(key=lambda s: (s["created_at"] or "", s["run_id"]))
     if args.json:
         out_block(report_text(summaries))
-        return EXIT_OK
+    else:
+        _runs_table(summaries)
+    if unreadable:
+        raise UnreadableRuns(unreadable)
+    return EXIT_OK
+
+
+def _runs_table(summaries: list[dict[str, Any]]) -> None:
     rows = [
         [
             s["run_id"],
@@ -45,11 +51,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for s in summaries
     ]
     out_block(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
-    return EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     events = read_run(store, args.run_id)
     if args.json:
         if any(e.type == "CollectionStarted" for e in events):
@@ -92,7 +97,7 @@ def _compact(payload: Any, limit: int = 160) -> str:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     events = read_run(store, args.run_id)
     wanted = {t for value in args.type or [] for t in value.split(",") if t}
     if wanted:
@@ -121,13 +126,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from runtime.cli.chain_notice import warn_if_chain_broken
     from store.projections.audit import audit
 
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     for entry in store.list_runs():
         warn_if_chain_broken(store, entry.run_id)
     report = audit(store)
     if args.json:
         sys.stdout.write(report_text(report))
-        return EXIT_OK
+    else:
+        _audit_table(report)
+    if report["unreadable_runs"]:
+        raise UnreadableRuns(report["unreadable_runs"])
+    return EXIT_OK
+
+
+def _audit_table(report: dict[str, Any]) -> None:
     rows = []
     for a in report["assets"]:
         reasons = sorted({str(r["code"]) for r in a["rejections"]})
@@ -153,13 +165,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 f"rejected candidate {candidate['role']}/{candidate['candidate_id']} "
                 f"({r['run_id']}, {r['stage']}): {r['code']}: {r['detail']}"
             )
-    return EXIT_OK
 
 
 def cmd_forensics(args: argparse.Namespace) -> int:
     from store.projections.forensics import forensics
 
-    report = forensics(read_run(open_store(db_url(args)), args.run_id))
+    report = forensics(read_run(open_for_reading(args), args.run_id))
     if args.json:
         sys.stdout.write(report_text(report))
         return EXIT_OK
@@ -231,7 +242,7 @@ def _verify_one(store: Any, run_id: str, noted_head: str | None) -> bool:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     if args.all:
         if args.run_id is not None or args.head is not None:
             raise UsageError("--all: give either RUN (optionally with --head) or --all")

@@ -3,7 +3,8 @@
 They share one rule: everything the user typed is validated before the first event is
 appended, so bad input exits 2 and leaves the store untouched. Once a run exists, an
 unexpected error is that run's failure (exit 1), which is why ``entry_point`` needs
-``RUN_HANDLERS``.
+``RUN_HANDLERS``; ``args.run_start_version`` (0 for a new run) tells it where this
+command's own events begin, so it can check whether the failure was recorded.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from domain.errors import ConfigError
 from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, UsageError
 from runtime.cli.output import out, out_block
-from runtime.cli.store_access import db_url, open_store, read_run, require_run
+from runtime.cli.store_access import open_for_writing, open_store, read_run, require_run
 from store.projections.audit import run_summary
 
 log = structlog.get_logger(__name__)
@@ -56,6 +57,17 @@ def collection_config(args: argparse.Namespace) -> Any:
         raise ConfigError(flag, detail) from None
 
 
+def apply_render_backend(args: argparse.Namespace) -> None:
+    """``--render-backend`` wins over the environment for this process (and its children)."""
+    choice = getattr(args, "render_backend", None)
+    if choice:
+        import os
+
+        from runtime.sim.cameras.backend import BACKEND_ENV
+
+        os.environ[BACKEND_ENV] = choice
+
+
 def _prepare(args: argparse.Namespace, goal: str) -> Any:
     """Validate everything (task, catalogs, flags) before the first event is appended."""
     from runtime.prepare import new_run_id, prepare, providers_from_catalog_args
@@ -63,6 +75,9 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
 
     cfg = collection_config(args)
     task = load_task(args.task)  # task errors before the database is even opened
+    from runtime.sim.robots import check_reach
+
+    check_reach(task, source=str(args.task))  # an entity out of the robot's reach is bad input
     if goal == "run":
         from runtime.sim.registry import unregistered_message, unregistered_names
 
@@ -70,9 +85,14 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
         if missing:
             raise UsageError(f"{args.task}: {unregistered_message(missing)}")
     providers = providers_from_catalog_args(args.catalog)
-    store = open_store(db_url(args), create=True)
+    if task.cameras and cfg.record_trajectory:
+        from runtime.sim.cameras.rig import check_task_cameras
+
+        apply_render_backend(args)
+        check_task_cameras(task, Path(args.task).parent, source=str(args.task))
+    store = open_for_writing(args, create=True)
     run_id = new_run_id()
-    args.run_id = run_id
+    args.run_id, args.run_start_version = run_id, 0
     log.info("run_starting", run_id=run_id, goal=goal, task=str(args.task))
     result = prepare(
         args.task,
@@ -122,9 +142,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
-    store = open_store(db_url(args))
+    apply_render_backend(args)
+    store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
-    require_run(store, args.run_id)
+    args.run_start_version = require_run(store, args.run_id)
     result = collect(
         args.run_id,
         store=store,
@@ -138,9 +159,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
-    store = open_store(db_url(args))
+    apply_render_backend(args)
+    store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
-    require_run(store, args.run_id)
+    args.run_start_version = require_run(store, args.run_id)
     result = resume(args.run_id, store=store, progress=not args.no_progress)
     if hasattr(result, "batches"):
         _print_collected(result)
@@ -163,14 +185,16 @@ def require_intact_chain(store: Any, run_id: str) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from runtime.demo import DEFAULT_DEMO_ROOT, run_demo
 
+    apply_render_backend(args)
     result = run_demo(
         Path(args.out) if args.out else DEFAULT_DEMO_ROOT,
         cfg=collection_config(args),
         db=getattr(args, "db", None),
         progress=not args.no_progress,
-        on_run_id=lambda run_id: setattr(args, "run_id", run_id),
+        on_run_id=lambda run_id: vars(args).update(run_id=run_id, run_start_version=0),
+        on_db_url=lambda url: setattr(args, "run_db_url", url),
     )
-    store = open_store(result.db_url)
+    store = open_store(result.db_url, read_only=True)
     events = read_run(store, result.run_id)
     out(f"demo run {result.run_id} in {result.directory}")
     out(f"run output folder: {result.output_dir}")

@@ -29,7 +29,7 @@ from runtime.sim.geometry import (
     rotation_from_quat,
 )
 from runtime.sim.results import CheckResult, ProgramResult, ReplacementInfo
-from runtime.sim.robots import Column, Robot, TcpPose, Unreachable, robot_for
+from runtime.sim.robots import Column, Robot, TcpPose, Unreachable, check_reach, robot_for
 from runtime.taskfile import load_task
 
 if TYPE_CHECKING:
@@ -70,7 +70,9 @@ class TaskEnvironment:
         if type(settle_steps) is not int or settle_steps < 0:
             raise ValueError("settle_steps must be a non-negative integer")
         self.settle_steps = settle_steps
+        self.visual = bool(task.cameras)  # render-only meshes are built only for cameras
         self.robot: Robot = robot_for(task.scene.robot, task.scene.table.size_m)
+        check_reach(task, self.robot, source=str(Path(deployment_dir) / "task.yaml"))
         geometries = {
             e.entity_id: load_entity_geometry(task, e, deployment_dir) for e in task.scene.entities
         }
@@ -80,7 +82,7 @@ class TaskEnvironment:
             table_xy=task.scene.table.size_m,
             robot=self.robot,
         )
-        sc.add_entities(self.spec, self._placements(self.order))
+        sc.add_entities(self.spec, self._placements(self.order), visual=self.visual)
         self._compile()
         self.constructions = 1
         self.replacements = 0
@@ -206,7 +208,7 @@ class TaskEnvironment:
         geometries = {**{k: old_geometries[k] for k in self.kept_order}, **new_roles}
         previous = (self.task, self.deployment_dir, old_geometries)
         self._adopt(task, directory, geometries)
-        sc.add_entities(self.spec, self._placements(self.role_order))
+        sc.add_entities(self.spec, self._placements(self.role_order), visual=self.visual)
         try:
             self._compile()
         except SceneBuildError as error:
@@ -214,7 +216,7 @@ class TaskEnvironment:
             for eid in self.role_order:
                 sc.remove_entity(self.spec, self.geometries[eid])
             self._adopt(*previous)
-            sc.add_entities(self.spec, self._placements(self.role_order))
+            sc.add_entities(self.spec, self._placements(self.role_order), visual=self.visual)
             try:
                 self._compile()
             except SceneBuildError as restore_error:
@@ -454,7 +456,8 @@ class TaskEnvironment:
             try:
                 solved = self.robot.solve(pose, previous_q)
             except Unreachable as error:
-                raise Unreachable(f"unreachable {waypoint} pose ({error})") from None
+                log.info("sim.unreachable", waypoint=waypoint, pose=pose, reason=str(error))
+                raise Unreachable(f"unreachable {waypoint} pose") from error
             for j in range(previous_k + 1, k + 1):
                 if j == k:
                     self.data.ctrl[self._arm_actuators] = solved
@@ -472,6 +475,18 @@ class TaskEnvironment:
                 return True
             self.step_control(recorder)
         return False
+
+    def can_reach(self, **changes: float) -> bool:
+        """Whether the commanded TCP pose with ``changes`` (x, y, z, yaw, tilt) is reachable."""
+        pose = self.arm_targets()
+        for index, name in enumerate(("x", "y", "z", "yaw", "tilt")):
+            if name in changes:
+                pose[index] = changes[name]
+        try:
+            self.robot.solve(TcpPose.from_array(pose), self.data.ctrl[self._arm_actuators].copy())
+        except Unreachable:
+            return False
+        return True
 
     def set_fingers(
         self, recorder: TrajectoryRecorder | None, half_opening: float, intervals: int

@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from runtime.cli import main
-from runtime.demo import demo_task_text
+from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
 from store.event_store import EventStore
 
 
@@ -76,7 +76,9 @@ def test_queries_do_not_create_a_missing_database(
     url = f"sqlite:///{missing}"
     for command in (["runs"], ["show", "r"], ["audit"], ["resume", "r"], ["db", "current"]):
         assert main([*command, "--db", url]) == 2
-        assert capsys.readouterr().err.startswith(f"assetcast: error: --db {url}: no database at ")
+        assert capsys.readouterr().err.startswith(
+            f"assetcast: error: database {url}: no database file at "
+        )
     assert not missing.exists()
 
 
@@ -149,7 +151,7 @@ def test_argparse_and_flag_values_are_one_line(
     _bad(capsys, ["frobnicate"],
          "argument COMMAND: invalid choice: 'frobnicate' (choose from 'demo', 'catalog', "
          "'prepare', 'collect', 'run', 'resume', 'runs', 'show', 'events', 'audit', "
-         "'forensics', 'verify', 'report', 'db')")
+         "'forensics', 'verify', 'report', 'episode', 'db')")
     _bad(capsys, ["prepare", str(task)], "the following arguments are required: --catalog, --out")
 
 
