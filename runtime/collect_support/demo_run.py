@@ -21,11 +21,18 @@ def demo_task_path() -> Path:
 def gantry_demo_task_text() -> str:
     """The demo task on the fast gantry instead of the arm, for the suites that test what
     happens around episodes (collection, resume, CLI), not the arm."""
+    from runtime.sim.robots.franka_panda import FrankaPanda
+    from runtime.sim.robots.parallel_gripper import ParallelGripper
+
     text = demo_task_path().read_text(encoding="utf-8")
     marker = "robot: {kind: franka_panda}"
     if marker not in text:
         raise ValueError(f"{demo_task_path()}: no {marker!r} line to swap for the gantry")
-    return text.replace(marker, f"robot: {GANTRY_ROBOT}")
+    # a wrist camera rides on the gantry's wrist instead of the Panda hand
+    mount = f"body: {FrankaPanda.wrist_mount_body}"
+    return text.replace(marker, f"robot: {GANTRY_ROBOT}").replace(
+        mount, f"body: {ParallelGripper.wrist_mount_body}"
+    )
 
 
 def gantry_demo_task(directory: Path) -> Path:
