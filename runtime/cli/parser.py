@@ -27,6 +27,7 @@ from runtime.cli.query_commands import (
     cmd_show,
     cmd_verify,
 )
+from runtime.cli.report_command import cmd_report
 from runtime.cli.run_commands import cmd_collect, cmd_demo, cmd_prepare, cmd_resume, cmd_run
 from runtime.cli.store_access import DB_ENV
 from runtime.demo import DEMO_CONFIG
@@ -213,8 +214,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--json", action="store_true", help="JSON report")
 
-    p = command("verify", cmd_verify, "re-hash trajectories and validate deployments (exit 1)")
+    p = command(
+        "verify", cmd_verify,
+        "re-walk the hash chain, re-hash trajectories, deployments and snapshots (exit 1)",
+    )
+    p.add_argument("run_id", metavar="RUN", nargs="?")
+    p.add_argument("--all", action="store_true", help="verify every run in the store")
+    p.add_argument(
+        "--head", metavar="HASH",
+        help="a head hash noted earlier: the run's chain must contain it",
+    )
+
+    p = command("report", cmd_report, "write report.html and PNG plots of one run into DIR")
     p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--out", metavar="DIR", required=True, help="folder for report.html")
+    p.add_argument(
+        "--no-thumbnails", action="store_true", help="do not render asset thumbnails"
+    )
 
     p = command("episode", cmd_episode, "contact sheet and camera files of one episode")
     p.add_argument("run_id", metavar="RUN")

@@ -148,6 +148,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         raise UsageError("--episodes-per-batch: must be >= 1")
     apply_render_backend(args)
     store = open_for_writing(args)
+    require_intact_chain(store, args.run_id)
     args.run_start_version = require_run(store, args.run_id)
     result = collect(
         args.run_id,
@@ -164,6 +165,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     apply_render_backend(args)
     store = open_for_writing(args)
+    require_intact_chain(store, args.run_id)
     args.run_start_version = require_run(store, args.run_id)
     result = resume(args.run_id, store=store, progress=not args.no_progress)
     if hasattr(result, "batches"):
@@ -171,6 +173,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     elif hasattr(result, "deployments"):
         _print_prepared(result)
     return EXIT_OK
+
+
+def require_intact_chain(store: Any, run_id: str) -> None:
+    """Refuse (exit 2) to continue a run whose chain is broken, before even folding its log
+    (a removed event would otherwise surface as a confusing fold error)."""
+    from domain.errors import UnknownRun
+
+    try:
+        store.require_intact_chain(run_id)
+    except UnknownRun:
+        require_run(store, run_id)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -196,6 +209,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"state {summary['state']}"
     )
     out(f"inspect: assetcast --db {result.db_url} show {result.run_id}")
+    if result.report_path is not None:
+        out(f"report: {result.report_path}")
     return EXIT_OK
 
 
