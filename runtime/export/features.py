@@ -1,0 +1,135 @@
+"""Dataset columns derived from what the recorder wrote, not from a fixed list.
+
+Every array of a trajectory becomes one column: per-sample observations (``T + 1`` rows) and
+per-interval actions (``T`` rows). Column names come from the trajectory's own metadata
+(``names`` per key, else ``joint_names`` / ``entity_ids``), so a robot or recorder that adds
+arrays (joint velocities, end-effector poses, a second action representation) shows up in
+every dataset format without touching the exporters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from runtime.export.episodes import EpisodeData
+from runtime.export.errors import TaskMismatch
+
+TIME_KEY = "timestamps"
+ACTION_KEY = "actions"
+POSE_AXES = ("x", "y", "z", "qw", "qx", "qy", "qz")
+# LeRobot's conventional names for the primary state and action; other keys keep their own.
+LEROBOT_NAMES = {"robot_qpos": "observation.state", ACTION_KEY: "action"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One recorded array, flattened to ``[rows, width]``."""
+
+    source: str  # key in the trajectory payload
+    kind: str  # "observation" (T + 1 rows) or "action" (T rows)
+    names: tuple[str, ...]
+    units: str | None = None
+
+    @property
+    def width(self) -> int:
+        return len(self.names)
+
+    @property
+    def lerobot_key(self) -> str:
+        if self.source in LEROBOT_NAMES:
+            return LEROBOT_NAMES[self.source]
+        if self.kind == "action":
+            return "action." + self.source.removeprefix("actions_").removeprefix("action_")
+        return "observation." + self.source
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.source, "kind": self.kind, "names": list(self.names),
+                "units": self.units}
+
+
+def _is_action(key: str) -> bool:
+    return key == ACTION_KEY or key.startswith(("actions_", "action_"))
+
+
+def _default_names(key: str, shape: tuple[int, ...], meta: Mapping[str, Any]) -> list[str]:
+    joints = list(meta.get("joint_names") or [])
+    entities = list(meta.get("entity_ids") or [])
+    inner = shape[1:]
+    width = int(np.prod(inner)) if inner else 1
+    if key in ("robot_qpos", "robot_qvel", ACTION_KEY) and len(joints) == width:
+        return joints
+    if len(inner) == 2 and inner == (len(entities), len(POSE_AXES)):
+        return [f"{e}.{axis}" for e in entities for axis in POSE_AXES]
+    if not inner:
+        return [key]
+    return [f"{key}_{i}" for i in range(width)]
+
+
+def columns_of(data: EpisodeData) -> tuple[Column, ...]:
+    """The columns of one trajectory, in payload key order (which the recorder fixes)."""
+    meta = data.metadata
+    declared_names = meta.get("names") or {}
+    declared_units = meta.get("units") or {}
+    samples = data.arrays[TIME_KEY].shape[0]
+    columns = []
+    for key, array in data.arrays.items():
+        if key == TIME_KEY:
+            continue
+        kind = "action" if _is_action(key) else "observation"
+        expected = samples - 1 if kind == "action" else samples
+        if array.shape[0] != expected:
+            continue  # not a per-step array (e.g. a per-episode constant)
+        width = int(np.prod(array.shape[1:])) if array.ndim > 1 else 1
+        names = declared_names.get(key)
+        if not (isinstance(names, Sequence) and len(names) == width):
+            names = _default_names(key, array.shape, meta)
+        units = declared_units.get(key)
+        columns.append(Column(key, kind, tuple(str(n) for n in names),
+                              str(units) if units is not None else None))
+    return tuple(columns)
+
+
+def values(column: Column, data: EpisodeData) -> np.ndarray:
+    """``[rows, width]`` float64 values of ``column`` in ``data``."""
+    array = np.asarray(data.arrays[column.source], dtype=np.float64)
+    return array.reshape(array.shape[0], column.width)
+
+
+def common_columns(episodes: Sequence[tuple[str, EpisodeData]]) -> tuple[Column, ...]:
+    """The one column set all episodes share; a difference is refused, naming the episode."""
+    first_name, first = episodes[0]
+    columns = columns_of(first)
+    for name, data in episodes[1:]:
+        other = columns_of(data)
+        if other != columns:
+            raise TaskMismatch(
+                f"{name} records columns {[c.source for c in other]} with other names or widths "
+                f"than {first_name} ({[c.source for c in columns]}); one dataset needs one layout"
+            )
+    return columns
+
+
+def control_fps(episodes: Sequence[tuple[str, EpisodeData]]) -> int:
+    """Frames per second of the recording, from its timestamps; it must be a whole number
+    and the same in every episode (LeRobot stores one ``fps``)."""
+    rates = set()
+    for name, data in episodes:
+        meta_fps = data.metadata.get("fps")
+        if meta_fps is not None:
+            rates.add(int(meta_fps))
+            continue
+        times = np.asarray(data.arrays[TIME_KEY], dtype=np.float64)
+        if times.shape[0] < 2:
+            raise TaskMismatch(f"{name} has fewer than two samples")
+        dt = float(np.median(np.diff(times)))
+        fps = round(1.0 / dt)
+        if fps <= 0 or abs(1.0 / dt - fps) > 1e-6 * fps:
+            raise TaskMismatch(f"{name} is sampled every {dt} s, not a whole number of frames/s")
+        rates.add(fps)
+    if len(rates) != 1:
+        raise TaskMismatch(f"episodes are recorded at different rates: {sorted(rates)} frames/s")
+    return rates.pop()

@@ -1,0 +1,267 @@
+"""LeRobot v3.0 datasets, written with pyarrow (and PyAV for camera videos) only.
+
+Layout (what ``lerobot.datasets.lerobot_dataset.LeRobotDataset`` 0.4.x reads)::
+
+    meta/info.json                          codebase_version "v3.0", fps, features, totals, paths
+    meta/stats.json                         per feature: min/max/mean/std/count/q01..q99
+    meta/tasks.parquet                      task string (index) -> task_index
+    meta/episodes/chunk-000/file-000.parquet  one row per episode (+ assetcast provenance)
+    meta/assetcast.json                     the runs and episodes this version projects
+    data/chunk-XXX/file-YYY.parquet         one row per frame
+
+Frame ``i`` of an episode holds the observation before action ``i`` and that action, so an
+episode of ``T`` actions has ``T`` frames; ``next.done`` marks its last one. Nothing in the
+files depends on time or the host: the same episodes give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData
+from runtime.export.features import Column, common_columns, control_fps, values
+from runtime.export.sink import FileSink
+from runtime.export.stats import feature_stats
+
+CODEBASE_VERSION = "v3.0"
+CHUNKS_SIZE = 1000
+DATA_FILES_SIZE_IN_MB = 100
+VIDEO_FILES_SIZE_IN_MB = 200
+DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+MANIFEST_PATH = "meta/assetcast.json"
+PROVENANCE_PREFIX = "assetcast/"
+INDEX_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+# Fixed writer options: with the same pyarrow, the same table gives the same bytes.
+_PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "snappy",
+    "use_dictionary": False,
+    "write_statistics": True,
+    "version": "2.6",
+    "data_page_version": "1.0",
+}
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, row_group_size=max(table.num_rows, 1), **_PARQUET_OPTIONS)
+    return sink.getvalue().to_pybytes()
+
+
+def json_bytes(value: Any) -> bytes:
+    return (json.dumps(value, indent=4, ensure_ascii=False, allow_nan=False) + "\n").encode()
+
+
+def _vector_array(matrix: np.ndarray, dtype: pa.DataType) -> pa.Array:
+    """``[rows, width]`` -> a fixed-size list column (HF ``Sequence(length=width)``); width 1
+    -> a scalar column (LeRobot maps shape ``(1,)`` to a plain value)."""
+    rows, width = matrix.shape
+    flat = pa.array(np.ascontiguousarray(matrix).reshape(-1), type=dtype)
+    if width == 1:
+        return flat
+    return pa.FixedSizeListArray.from_arrays(flat, width)
+
+
+def _feature(dtype: str, width: int, names: Sequence[str] | None) -> dict[str, Any]:
+    return {"dtype": dtype, "shape": [width], "names": list(names) if names is not None else None}
+
+
+class _Frames:
+    """The frame table of a set of episodes, column by column."""
+
+    def __init__(self, columns: Sequence[Column]) -> None:
+        self.columns = columns
+        self.parts: dict[str, list[np.ndarray]] = {c.lerobot_key: [] for c in columns}
+        for key in ("next.reward", "next.done", *INDEX_FEATURES):
+            self.parts[key] = []
+
+    def add(self, data: EpisodeData, episode_index: int, start: int, fps: int) -> int:
+        frames = data.num_actions
+        for column in self.columns:
+            self.parts[column.lerobot_key].append(values(column, data)[:frames])
+        frame_index = np.arange(frames, dtype=np.int64)
+        done = frame_index == frames - 1
+        self.parts["next.done"].append(done[:, None])
+        self.parts["next.reward"].append(done.astype(np.float64)[:, None])
+        self.parts["timestamp"].append((frame_index / fps)[:, None])
+        self.parts["frame_index"].append(frame_index[:, None])
+        self.parts["episode_index"].append(np.full((frames, 1), episode_index, dtype=np.int64))
+        self.parts["index"].append((start + frame_index)[:, None])
+        self.parts["task_index"].append(np.zeros((frames, 1), dtype=np.int64))
+        return frames
+
+    def matrix(self, key: str) -> np.ndarray:
+        return np.concatenate(self.parts[key], axis=0)
+
+
+def features_of(columns: Sequence[Column]) -> dict[str, dict[str, Any]]:
+    features: dict[str, dict[str, Any]] = {}
+    for column in columns:
+        feature = _feature("float32", column.width, column.names)
+        if column.units is not None:
+            feature["units"] = column.units
+        features[column.lerobot_key] = feature
+    features["next.reward"] = _feature("float32", 1, None)
+    features["next.done"] = _feature("bool", 1, None)
+    features["timestamp"] = _feature("float32", 1, None)
+    for key in INDEX_FEATURES[1:]:
+        features[key] = _feature("int64", 1, None)
+    return features
+
+
+_ARROW_TYPES = {"float32": pa.float32(), "int64": pa.int64(), "bool": pa.bool_()}
+_NUMPY_TYPES = {"float32": np.float32, "int64": np.int64, "bool": np.bool_}
+
+
+def _frame_table(frames: _Frames, features: dict[str, dict[str, Any]]) -> pa.Table:
+    arrays, fields = [], []
+    for key, feature in features.items():
+        matrix = frames.matrix(key).astype(_NUMPY_TYPES[feature["dtype"]])
+        arrays.append(_vector_array(matrix, _ARROW_TYPES[feature["dtype"]]))
+        fields.append(pa.field(key, arrays[-1].type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _tasks_table(instruction: str) -> pa.Table:
+    """``meta/tasks.parquet`` as pandas writes LeRobot's DataFrame (task strings as the
+    index), so ``pd.read_parquet`` gives back that index without pandas being needed here."""
+    pandas_meta = {
+        "index_columns": ["__index_level_0__"],
+        "column_indexes": [
+            {"name": None, "field_name": None, "pandas_type": "unicode", "numpy_type": "object",
+             "metadata": {"encoding": "UTF-8"}}
+        ],
+        "columns": [
+            {"name": "task_index", "field_name": "task_index", "pandas_type": "int64",
+             "numpy_type": "int64", "metadata": None},
+            {"name": None, "field_name": "__index_level_0__", "pandas_type": "unicode",
+             "numpy_type": "object", "metadata": None},
+        ],
+        "creator": {"library": "assetcast", "version": "1"},
+        "pandas_version": "2.0.0",
+    }
+    schema = pa.schema(
+        [pa.field("task_index", pa.int64()), pa.field("__index_level_0__", pa.string())],
+        metadata={"pandas": json.dumps(pandas_meta, sort_keys=True)},
+    )
+    return pa.Table.from_arrays(
+        [pa.array([0], type=pa.int64()), pa.array([instruction], type=pa.string())], schema=schema
+    )
+
+
+def _episode_name(episode: CommittedEpisode) -> str:
+    p = episode.provenance
+    return f"run {p.run_id} batch {p.batch_index} episode {p.episode_index}"
+
+
+def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | None) -> dict:
+    """Write every file of the dataset for ``source`` into ``sink``; return its totals."""
+    loaded = [(_episode_name(e), e.load()) for e in source.episodes]
+    columns = common_columns(loaded)
+    fps = control_fps(loaded)
+    features = features_of(columns)
+
+    # Group episodes into data files by estimated size; an episode never spans two files.
+    row_bytes = sum((8 if f["dtype"] == "int64" else 4) * f["shape"][0] for f in features.values())
+    limit = DATA_FILES_SIZE_IN_MB * 1024 * 1024
+    groups: list[list[int]] = [[]]
+    size = 0
+    for i, (_name, data) in enumerate(loaded):
+        estimate = data.num_actions * row_bytes
+        if groups[-1] and size + estimate > limit:
+            groups.append([])
+            size = 0
+        groups[-1].append(i)
+        size += estimate
+
+    episode_rows: list[dict[str, Any]] = []
+    all_frames = _Frames(columns)
+    start = 0
+    for file_number, group in enumerate(groups):
+        chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
+        frames = _Frames(columns)
+        for i in group:
+            _name, data = loaded[i]
+            first = start
+            count = frames.add(data, i, start, fps)
+            all_frames.add(data, i, start, fps)
+            start += count
+            single = _Frames(columns)
+            single.add(data, i, first, fps)
+            episode_rows.append(
+                {
+                    "episode_index": i,
+                    "tasks": [source.instruction],
+                    "length": count,
+                    "data/chunk_index": chunk_index,
+                    "data/file_index": file_index,
+                    "dataset_from_index": first,
+                    "dataset_to_index": first + count,
+                    "meta/episodes/chunk_index": 0,
+                    "meta/episodes/file_index": 0,
+                    **{
+                        f"stats/{key}/{stat}": value
+                        for key in features
+                        for stat, value in feature_stats(single.matrix(key)).items()
+                    },
+                }
+            )
+        sink.write(
+            DATA_PATH.format(chunk_index=chunk_index, file_index=file_index),
+            _parquet_bytes(_frame_table(frames, features)),
+        )
+
+    for row, episode in zip(episode_rows, source.episodes, strict=True):
+        for key, value in episode.provenance.to_dict().items():
+            if key == "assets":
+                value = json.dumps(value, sort_keys=True, separators=(",", ":"))
+            row[PROVENANCE_PREFIX + key] = value
+    sink.write(EPISODES_PATH.format(chunk_index=0, file_index=0),
+               _parquet_bytes(_episodes_table(episode_rows)))
+    sink.write("meta/tasks.parquet", _parquet_bytes(_tasks_table(source.instruction)))
+    stats = {key: feature_stats(all_frames.matrix(key)) for key in features}
+    sink.write("meta/stats.json", json_bytes(stats))
+    total_frames = start
+    info = {
+        "codebase_version": CODEBASE_VERSION,
+        "robot_type": robot_type,
+        "total_episodes": len(loaded),
+        "total_frames": total_frames,
+        "total_tasks": 1,
+        "chunks_size": CHUNKS_SIZE,
+        "data_files_size_in_mb": DATA_FILES_SIZE_IN_MB,
+        "video_files_size_in_mb": VIDEO_FILES_SIZE_IN_MB,
+        "fps": fps,
+        "splits": {"train": f"0:{len(loaded)}"},
+        "data_path": DATA_PATH,
+        "video_path": None,
+        "features": features,
+    }
+    sink.write("meta/info.json", json_bytes(info))
+    return {"total_episodes": len(loaded), "total_frames": total_frames}
+
+
+def _episodes_table(rows: list[dict[str, Any]]) -> pa.Table:
+    arrays, fields = [], []
+    for key in rows[0]:
+        column = [row[key] for row in rows]
+        sample = column[0]
+        if key == "tasks":
+            array = pa.array(column, type=pa.list_(pa.string()))
+        elif isinstance(sample, list):
+            array = pa.array(column, type=pa.list_(pa.int64() if key.endswith("/count")
+                                                   else pa.float64()))
+        elif isinstance(sample, str):
+            array = pa.array(column, type=pa.string())
+        else:
+            array = pa.array(column, type=pa.int64())
+        arrays.append(array)
+        fields.append(pa.field(key, array.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -1,0 +1,44 @@
+"""Per-feature statistics in LeRobot's layout: min, max, mean, std, count and quantiles.
+
+Computed exactly over the frames (numpy, float64), per dimension, so the same frames always
+give the same numbers; no running histogram approximation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
+QUANTILE_KEYS = tuple(f"q{int(round(q * 100)):02d}" for q in QUANTILES)
+
+
+def feature_stats(array: np.ndarray) -> dict[str, list[Any]]:
+    """Stats of ``[frames, width]`` values, each a list of ``width`` numbers (count: [frames])."""
+    values = np.asarray(array, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    stats: dict[str, list[Any]] = {
+        "min": values.min(axis=0).tolist(),
+        "max": values.max(axis=0).tolist(),
+        "mean": values.mean(axis=0).tolist(),
+        "std": values.std(axis=0).tolist(),
+        "count": [int(values.shape[0])],
+    }
+    quantiles = np.quantile(values, QUANTILES, axis=0)
+    for key, row in zip(QUANTILE_KEYS, quantiles, strict=True):
+        stats[key] = row.tolist()
+    return stats
+
+
+def image_stats(frames: np.ndarray) -> dict[str, list[Any]]:
+    """Per-channel stats of ``[frames, H, W, C]`` uint8 images scaled to [0, 1], each stat
+    shaped ``[C][1][1]`` as LeRobot stores them."""
+    channels = frames.shape[-1]
+    flat = frames.reshape(-1, channels).astype(np.float64) / 255.0
+    base = feature_stats(flat)
+    out: dict[str, list[Any]] = {}
+    for key, value in base.items():
+        out[key] = [int(frames.shape[0])] if key == "count" else [[[v]] for v in value]
+    return out
