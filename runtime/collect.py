@@ -196,8 +196,10 @@ class _Collector:
         final_checks: tuple[CheckSpec, ...] | None,
         factory: EnvironmentFactory,
         progress: bool,
+        datasets: Any = None,
     ) -> None:
         self.store = store
+        self.datasets = datasets
         self.session = session
         self.plan = plan
         self.run_id = plan.run_id
@@ -265,6 +267,9 @@ class _Collector:
                 )
             ]
         )
+        # A crash may have cut a previous session between its last batch and the dataset
+        # update that followed; bring the datasets up to date before anything new is done.
+        self.update_datasets()
         pending = plan.pending_batches()
         log.info(
             "collection_started",
@@ -403,6 +408,18 @@ class _Collector:
         if not todo:  # every episode was done before the crash; only the batch end is missing
             self.phase = "finish_batch"
             self.append([self._batch_finished(batch.batch_index, extra=None)])
+        self.update_datasets()
+
+    def update_datasets(self) -> None:
+        """Project the committed episodes into the live datasets (after draining the writer,
+        so only what the log holds is exported); a failure fails the run in phase
+        ``dataset`` and resume retries it."""
+        if not self.datasets:
+            return
+        phase, self.phase = self.phase, "dataset"
+        self.writer.drain()
+        self.datasets.update(self.store, self.append_now)
+        self.phase = phase
 
     def _record_unreset_episode(
         self, events: list[tuple[str, dict[str, Any]]], reset_error: BaseException
@@ -588,6 +605,7 @@ def run_collection(
     progress: bool = True,
     verified: bool = False,
     known_events: Sequence[Any] = (),
+    datasets: Sequence[Any] = (),
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
 
@@ -609,6 +627,11 @@ def run_collection(
     if not verified:
         verify_committed(run_id, plan.output_dir, committed)
     unlogged = unlogged_recordings(run_id, plan.output_dir, committed)
+    live = None
+    if datasets:
+        from runtime.export.live import LiveDatasets
+
+        live = LiveDatasets(run_id, datasets)
     collector = _Collector(
         store,
         session,
@@ -618,6 +641,7 @@ def run_collection(
         final_checks=final,
         factory=factory,
         progress=progress,
+        datasets=live,
     )
     path = report_path_of(plan)
     try:
@@ -658,6 +682,7 @@ def collect(
     environment_factory: EnvironmentFactory | None = None,
     episodes_per_batch: int | None = None,
     progress: bool = True,
+    datasets: Sequence[Any] = (),
 ) -> CollectionResult:
     """Collect a prepared run: every batch, `episodes_per_batch` episodes each.
 
@@ -688,6 +713,7 @@ def collect(
             environment_factory=environment_factory,
             episodes_per_batch=episodes_per_batch,
             progress=progress,
+            datasets=datasets,
         )
     except BaseException as error:
         end_session(session, error)

@@ -112,6 +112,18 @@ class DatasetSource:
     task_id: str
     instruction: str
     episodes: tuple[CommittedEpisode, ...] = field(default=())
+    cache: dict[tuple[str, str], EpisodeData] | None = field(default=None, compare=False)
+
+    def load(self, episode: CommittedEpisode) -> EpisodeData:
+        """``episode.load()``, remembered in ``cache`` when the source has one (a live
+        dataset re-exports the same episodes after every batch; each is verified once)."""
+        if self.cache is None:
+            return episode.load()
+        key = (str(episode.trajectory_path), episode.provenance.trajectory_sha256)
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = episode.load()
+        return found
 
     @cached_property
     def first_deployment(self) -> Path:
@@ -122,7 +134,7 @@ class DatasetSource:
 
     def iter_loaded(self) -> Iterator[tuple[CommittedEpisode, EpisodeData]]:
         for episode in self.episodes:
-            yield episode, episode.load()
+            yield episode, self.load(episode)
 
 
 def _resolve(recorded: str, output_dir: Path) -> Path:
@@ -185,7 +197,12 @@ def task_instruction(deployment_path: Path) -> str:
     return load_task(deployment_path / "task.yaml").instruction_text
 
 
-def dataset_source(runs: Sequence[RunSource], *, allow_empty: bool = False) -> DatasetSource:
+def dataset_source(
+    runs: Sequence[RunSource],
+    *,
+    allow_empty: bool = False,
+    cache: dict[tuple[str, str], EpisodeData] | None = None,
+) -> DatasetSource:
     """Merge runs of one task into one ordered episode list; refuse mixed tasks or no data."""
     if not runs:
         raise NoAcceptedEpisodes("no run given")
@@ -215,7 +232,8 @@ def dataset_source(runs: Sequence[RunSource], *, allow_empty: bool = False) -> D
             f"runs of task {first.task_id!r} carry different instructions: {sorted(instructions)}"
         )
     return DatasetSource(
-        runs=tuple(runs), task_id=first.task_id, instruction=instructions.pop(), episodes=episodes
+        runs=tuple(runs), task_id=first.task_id, instruction=instructions.pop(), episodes=episodes,
+        cache=cache,
     )
 
 

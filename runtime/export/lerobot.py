@@ -163,7 +163,7 @@ def _episode_name(episode: CommittedEpisode) -> str:
 
 def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | None) -> dict:
     """Write every file of the dataset for ``source`` into ``sink``; return its totals."""
-    loaded = [(_episode_name(e), e.load()) for e in source.episodes]
+    loaded = [(_episode_name(e), data) for e, data in source.iter_loaded()]
     columns = common_columns(loaded)
     fps = control_fps(loaded)
     features = features_of(columns)

@@ -51,7 +51,7 @@ def write_robomimic(
     import h5py
 
     loaded = [(f"run {e.provenance.run_id} batch {e.provenance.batch_index} episode "
-               f"{e.provenance.episode_index}", e.load()) for e in source.episodes]
+               f"{e.provenance.episode_index}", data) for e, data in source.iter_loaded()]
     columns = common_columns(loaded)
     fps = control_fps(loaded)
     observations = [c for c in columns if c.kind == "observation"]
