@@ -79,7 +79,8 @@ def test_runs_of_different_tasks(collected: CollectedRun, tmp_path: Path) -> Non
     task["task_id"] = "another_task"
     task_file = tmp_path / "task.yaml"
     task_file.write_text(yaml.safe_dump(task))
-    providers = providers_from_catalog_args([f"item={collected.catalog}", f"bin={collected.catalog}"])
+    catalog = collected.catalog
+    providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
     other = prepare(task_file, providers, cfg=CollectionConfig(max_batches=1),
                     output_dir=tmp_path / "other", store=collected.store()).run_id
     out = tmp_path / "d"

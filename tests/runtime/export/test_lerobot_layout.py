@@ -94,7 +94,8 @@ def test_episodes_metadata_has_lerobot_columns_and_provenance(
     for number, (row, key) in enumerate(zip(rows, sorted(commits), strict=True)):
         assert row["episode_index"] == number
         assert row["tasks"] == ["Pick up the item, then place the item in the bin."]
-        assert (row["dataset_from_index"], row["dataset_to_index"]) == (frame, frame + row["length"])
+        span = (row["dataset_from_index"], row["dataset_to_index"])
+        assert span == (frame, frame + row["length"])
         assert (row["data/chunk_index"], row["data/file_index"]) == (0, 0)
         assert row["stats/action/count"] == [row["length"]]
         assert len(row["stats/observation.state/q99"]) == 7
