@@ -16,7 +16,13 @@ from domain import fields as f
 from domain.requirements import RELATION_KINDS, AssetRequirements, parse_requirements
 
 PRIMITIVE_ARITY: Mapping[str, int] = {"box": 3, "cylinder": 2, "sphere": 1}
-ROBOT_KINDS: tuple[str, ...] = ("parallel_gripper",)
+ROBOT_KINDS: tuple[str, ...] = ("parallel_gripper", "franka_panda")
+# Kinds whose gripper has a fixed, real stroke: ``max_opening_m`` defaults to it and may not
+# exceed it. The gantry's opening is whatever the task declares.
+FIXED_OPENING_M: Mapping[str, float] = {"franka_panda": 0.08}
+# Kinds mounted on the table: the base defaults to the middle of the table's -x edge, set in
+# by this much (the footprint of the base), and must lie on the table.
+MOUNTED_BASE_INSET_M: Mapping[str, float] = {"franka_panda": 0.1}
 
 
 @dataclass(frozen=True)
@@ -51,8 +57,12 @@ class TableSpec:
 
 @dataclass(frozen=True)
 class RobotSpec:
+    """Which robot runs the program; a mounted arm also has a base pose on the table."""
+
     kind: str
     max_opening_m: float
+    base_position_m: tuple[float, float] | None = None  # None: not mounted (the gantry)
+    base_yaw_deg: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -197,18 +207,7 @@ def _parse_scene(value: Any, path: str, source: str | None) -> SceneSpec:
     tx, ty = f.numbers(
         table["size_m"], f.key_path(table_path, "size_m"), source, arity=2, positive=True
     )
-    robot_path = f.key_path(path, "robot")
-    robot = f.mapping(raw["robot"], robot_path, source, required=("kind", "max_opening_m"))
-    kind = f.text(robot["kind"], f.key_path(robot_path, "kind"), source)
-    if kind not in ROBOT_KINDS:
-        f.fail(
-            f.key_path(robot_path, "kind"),
-            f"unknown robot kind {kind!r}; expected one of {', '.join(ROBOT_KINDS)}",
-            source,
-        )
-    opening = f.number(
-        robot["max_opening_m"], f.key_path(robot_path, "max_opening_m"), source, positive=True
-    )
+    robot = _parse_robot(raw["robot"], f.key_path(path, "robot"), source, (tx, ty))
     entities_path = f.key_path(path, "entities")
     raw_entities = f.sequence(raw["entities"], entities_path, source)
     if not raw_entities:
@@ -227,7 +226,56 @@ def _parse_scene(value: Any, path: str, source: str | None) -> SceneSpec:
             )
         seen.add(entity.entity_id)
     physics = _parse_physics(raw.get("physics", {}), f.key_path(path, "physics"), source)
-    return SceneSpec(TableSpec((tx, ty)), RobotSpec(kind, opening), entities, physics)
+    return SceneSpec(TableSpec((tx, ty)), robot, entities, physics)
+
+
+def _parse_robot(
+    value: Any, path: str, source: str | None, table_xy: tuple[float, float]
+) -> RobotSpec:
+    raw = f.mapping(
+        value,
+        path,
+        source,
+        required=("kind",),
+        optional=("max_opening_m", "base_position_m", "base_yaw_deg"),
+    )
+    kind = f.text(raw["kind"], f.key_path(path, "kind"), source)
+    if kind not in ROBOT_KINDS:
+        f.fail(
+            f.key_path(path, "kind"),
+            f"unknown robot kind {kind!r}; expected one of {', '.join(ROBOT_KINDS)}",
+            source,
+        )
+    opening_path = f.key_path(path, "max_opening_m")
+    fixed = FIXED_OPENING_M.get(kind)
+    if "max_opening_m" in raw:
+        opening = f.number(raw["max_opening_m"], opening_path, source, positive=True)
+        if fixed is not None and opening > fixed:
+            f.fail(opening_path, f"the {kind} gripper opens at most {fixed} m", source)
+    elif fixed is None:
+        f.fail(opening_path, f"required for robot kind {kind!r}", source)
+    else:
+        opening = fixed
+    inset = MOUNTED_BASE_INSET_M.get(kind)
+    if inset is None:
+        for key in ("base_position_m", "base_yaw_deg"):
+            if key in raw:
+                f.fail(f.key_path(path, key), f"robot kind {kind!r} has no base", source)
+        return RobotSpec(kind, opening)
+    base_path = f.key_path(path, "base_position_m")
+    if "base_position_m" in raw:
+        bx, by = f.numbers(raw["base_position_m"], base_path, source, arity=2)
+    else:
+        bx, by = -table_xy[0] / 2 + inset, 0.0
+    if abs(bx) > table_xy[0] / 2 or abs(by) > table_xy[1] / 2:
+        f.fail(
+            base_path,
+            f"robot base ({bx}, {by}) is outside the table "
+            f"({table_xy[0]} x {table_xy[1]} m centred at the origin)",
+            source,
+        )
+    yaw = f.number(raw.get("base_yaw_deg", 0.0), f.key_path(path, "base_yaw_deg"), source)
+    return RobotSpec(kind, opening, (bx, by), yaw)
 
 
 def _entity_ref(value: Any, path: str, source: str | None, entities: set[str]) -> str:
@@ -402,6 +450,14 @@ def _check_to_value(check: CheckSpec) -> str | dict[str, Any]:
     return out
 
 
+def _robot_to_dict(robot: RobotSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": robot.kind, "max_opening_m": robot.max_opening_m}
+    if robot.base_position_m is not None:
+        out["base_position_m"] = list(robot.base_position_m)
+        out["base_yaw_deg"] = robot.base_yaw_deg
+    return out
+
+
 def task_to_dict(spec: TaskSpec) -> dict[str, Any]:
     """The task-file mapping of ``spec``; ``parse_task(task_to_dict(s)) == s``."""
     scene = spec.scene
@@ -409,7 +465,7 @@ def task_to_dict(spec: TaskSpec) -> dict[str, Any]:
         "task_id": spec.task_id,
         "scene": {
             "table": {"size_m": list(scene.table.size_m)},
-            "robot": {"kind": scene.robot.kind, "max_opening_m": scene.robot.max_opening_m},
+            "robot": _robot_to_dict(scene.robot),
             "physics": {
                 "timestep_s": scene.physics.timestep_s,
                 "density_kg_m3": scene.physics.density_kg_m3,

@@ -29,6 +29,7 @@ from runtime.sim.geometry import (
     rotation_from_quat,
 )
 from runtime.sim.results import CheckResult, ProgramResult, ReplacementInfo
+from runtime.sim.robots import Column, Robot, TcpPose, Unreachable, robot_for
 from runtime.taskfile import load_task
 
 if TYPE_CHECKING:
@@ -63,13 +64,13 @@ def _task_path(deployment_dir: Path) -> Path:
 
 
 class TaskEnvironment:
-    """A MuJoCo tabletop scene with a parallel-jaw gripper, driven by a task program."""
+    """A MuJoCo tabletop scene with one robot (``scene.robot.kind``), driven by a task program."""
 
     def __init__(self, task: TaskSpec, deployment_dir: Path, *, settle_steps: int = 0) -> None:
         if type(settle_steps) is not int or settle_steps < 0:
             raise ValueError("settle_steps must be a non-negative integer")
         self.settle_steps = settle_steps
-        self.layout = sc.GripperLayout(max_opening_m=task.scene.robot.max_opening_m)
+        self.robot: Robot = robot_for(task.scene.robot, task.scene.table.size_m)
         geometries = {
             e.entity_id: load_entity_geometry(task, e, deployment_dir) for e in task.scene.entities
         }
@@ -77,7 +78,7 @@ class TaskEnvironment:
         self.spec = sc.new_spec(
             timestep_s=task.scene.physics.timestep_s,
             table_xy=task.scene.table.size_m,
-            layout=self.layout,
+            robot=self.robot,
         )
         sc.add_entities(self.spec, self._placements(self.order))
         self._compile()
@@ -88,6 +89,7 @@ class TaskEnvironment:
         # entity -> (x, y, bottom z) of its world AABB where it was picked up; pour puts it back
         self.picked_from: dict[str, tuple[float, float, float]] = {}
         self.program_steps = 0
+        self._commanded = self.robot.home_pose()
         log.info("sim.environment_built", task_id=task.task_id, deployment=str(deployment_dir))
 
     # ------------------------------------------------------------------ building
@@ -133,12 +135,13 @@ class TaskEnvironment:
             ) from error
         self.data = mujoco.MjData(self.model)
         m = self.model
-        self._robot_qpos = np.array(
-            [m.jnt_qposadr[m.joint(j).id] for j in sc.ROBOT_JOINTS], dtype=np.intp
-        )
-        self._robot_dof = np.array(
-            [m.jnt_dofadr[m.joint(j).id] for j in sc.ROBOT_JOINTS], dtype=np.intp
-        )
+        joints = [m.joint(j).id for j in self.robot.joint_names]
+        self._robot_qpos = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.intp)
+        self._robot_dof = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.intp)
+        slide = np.array([m.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE for j in joints])
+        self._robot_linear = np.flatnonzero(slide)
+        self._robot_angular = np.flatnonzero(~slide)
+        self._fingers = self._robot_qpos[self.robot.arm_joint_count :]
         self._entity_qpos = {
             eid: int(m.jnt_qposadr[m.joint(sc.entity_joint_name(eid)).id]) for eid in self.order
         }
@@ -152,7 +155,15 @@ class TaskEnvironment:
         self._entity_pose_qpos = np.array(
             [self._entity_qpos[eid] for eid in self.order], dtype=np.intp
         )[:, None] + np.arange(7, dtype=np.intp)
-        self._actuators = [m.actuator(f"act_{j}").id for j in sc.ROBOT_JOINTS]
+        self._actuators = np.array(
+            [m.actuator(a).id for a in self.robot.actuator_names], dtype=np.intp
+        )
+        self._arm_actuators = self._actuators[: self.robot.arm_joint_count]
+        self._finger_actuators = self._actuators[self.robot.arm_joint_count :]
+        self._finger_geoms = tuple(
+            frozenset(m.geom(g).id for g in side) for side in self.robot.finger_geoms
+        )
+        self.robot.bind(m)
 
     def _check_compatible(self, task: TaskSpec, directory: Path) -> dict[str, EntityGeometry]:
         """Refuse a deployment that changes anything but the role bodies; load its roles."""
@@ -236,10 +247,12 @@ class TaskEnvironment:
         rng = np.random.default_rng(seed) if seed is not None else None
         m, d = self.model, self.data
         mujoco.mj_resetData(m, d)
-        home = np.zeros(len(sc.ROBOT_JOINTS))
-        home[5:] = self.layout.max_opening_m / 2
+        home = self.robot.home_qpos()
+        arm = self.robot.arm_joint_count
         d.qpos[self._robot_qpos] = home
-        d.ctrl[self._actuators] = home
+        d.ctrl[self._arm_actuators] = home[:arm]
+        d.ctrl[self._finger_actuators] = self.robot.finger_ctrl(self.robot.max_opening_m / 2)
+        self._commanded = self.robot.home_pose()
         role_ids = set(self.role_order)
         for eid in self.order:
             entity = self.task.entity(eid)
@@ -301,14 +314,39 @@ class TaskEnvironment:
         pos, rot = self.entity_pose(entity_id)
         return np.asarray(local) @ rot.T + pos
 
+    @property
+    def layout(self) -> Robot:
+        """The robot's gripper dimensions (``max_opening_m``, ``finger_length_m``)."""
+        return self.robot
+
     def finger_width(self) -> float:
-        return float(self.data.qpos[self._robot_qpos[5]] + self.data.qpos[self._robot_qpos[6]])
+        return float(np.sum(self.data.qpos[self._fingers]))
 
     def tcp(self) -> np.ndarray:
-        """Commanded-frame TCP state (x, y, z, yaw, tilt) from the arm joints."""
-        q = self.data.qpos[self._robot_qpos[:5]].copy()
-        q[2] += self.layout.mount_height_m
-        return q
+        """Where the TCP is (x, y, z, yaw, tilt), from the simulated state."""
+        return self.robot.tcp_pose(self.data, self.data.qpos[self._robot_qpos]).as_array()
+
+    def robot_qpos(self) -> np.ndarray:
+        return self.data.qpos[self._robot_qpos]
+
+    def finger_contacts(self, entity_id: str) -> tuple[int, int]:
+        """Active contacts between the entity and each finger (left, right)."""
+        mujoco.mj_forward(self.model, self.data)
+        d, m = self.data, self.model
+        body = self._entity_body[entity_id]
+        counts = [0, 0]
+        for i in range(d.ncon):
+            g1, g2 = int(d.contact.geom1[i]), int(d.contact.geom2[i])
+            if m.geom_bodyid[g1] == body:
+                other = g2
+            elif m.geom_bodyid[g2] == body:
+                other = g1
+            else:
+                continue
+            for side, geoms in enumerate(self._finger_geoms):
+                if other in geoms:
+                    counts[side] += 1
+        return counts[0], counts[1]
 
     def observation(self) -> dict[str, np.ndarray]:
         """The state recorded every control interval (index arrays gather fresh copies)."""
@@ -319,7 +357,28 @@ class TaskEnvironment:
             "entity_pose": d.qpos[self._entity_pose_qpos],
             "finger_width": np.array(self.finger_width()),
             "time": np.array(d.time),
+            **self.robot.extra_observation(d, d.qpos[self._robot_qpos], d.qvel[self._robot_dof]),
         }
+
+    def record_columns(self) -> dict[str, Column]:
+        """Names and units of every recorded array (stored in the trajectory metadata)."""
+        joint_units = [("rad" if i in self._robot_angular else "m") for i in range(
+            len(self.robot.joint_names))]
+        speed_units = [u + "/s" for u in joint_units]
+        pose = ("x", "y", "z", "qw", "qx", "qy", "qz")
+        columns = {
+            "robot_qpos": Column(self.robot.joint_names, tuple(joint_units)),
+            "robot_qvel": Column(self.robot.joint_names, tuple(speed_units)),
+            "entity_pose": Column(
+                tuple(f"{e}.{p}" for e in self.order for p in pose),
+                tuple(u for _ in self.order for u in ("m",) * 3 + ("1",) * 4),
+            ),
+            "finger_width": Column(("finger_width",), ("m",)),
+            "timestamps": Column(("time",), ("s",)),
+            "actions": Column(self.robot.actuator_names, tuple(joint_units)),
+        }
+        columns.update(self.robot.extra_columns())
+        return columns
 
     def asset_identities(self) -> dict[str, dict[str, Any]]:
         """Role -> entity, asset id and content digest of the bodies currently in the scene."""
@@ -336,16 +395,23 @@ class TaskEnvironment:
 
     def step_control(self, recorder: TrajectoryRecorder | None) -> None:
         """Advance one control interval with the current ctrl, recording the transition."""
-        action = self.data.ctrl[self._actuators].copy()
+        action: dict[str, np.ndarray] | None = None
+        if recorder is not None:
+            d = self.data
+            ctrl = d.ctrl[self._actuators]
+            action = {
+                "actions": ctrl,
+                **self.robot.extra_action(d, ctrl, d.qpos[self._robot_qpos]),
+            }
         mujoco.mj_step(self.model, self.data, nstep=CONTROL_DECIMATION)
         self.program_steps += CONTROL_DECIMATION
-        if recorder is not None:
+        if recorder is not None and action is not None:
             recorder.record(action, self.observation())
 
     def arm_targets(self) -> np.ndarray:
-        targets = self.data.ctrl[self._actuators[:5]].copy()
-        targets[2] += self.layout.mount_height_m
-        return targets
+        """The TCP pose last commanded (x, y, z, yaw, tilt)."""
+        exact = self.robot.arm_ctrl_pose(self.data.ctrl[self._arm_actuators])
+        return (exact or self._commanded).as_array()
 
     def move_tcp(
         self,
@@ -360,8 +426,15 @@ class TaskEnvironment:
         speed_rad_s: float = 2.0,
         tolerance_m: float = 0.003,
         max_settle_intervals: int = 40,
+        waypoint: str = "target",
     ) -> bool:
-        """Interpolate the arm targets to the goal, then wait (bounded) until the TCP arrives."""
+        """Interpolate the TCP to the goal, then wait (bounded) until it arrives.
+
+        The path is interpolated in pose space, one target per control interval; the robot
+        turns every ``solve_stride``-th target into joint targets (exact for the gantry,
+        inverse kinematics for an arm) and the joint targets in between are interpolated.
+        Raises ``Unreachable`` (naming ``waypoint``) when a pose on the way cannot be reached.
+        """
         start = self.arm_targets()
         goal = start.copy()
         for index, value in enumerate((x, y, z, yaw, tilt)):
@@ -371,25 +444,39 @@ class TaskEnvironment:
         linear = float(np.linalg.norm(goal[:3] - start[:3])) / speed_m_s
         angular = float(np.max(np.abs(goal[3:] - start[3:]))) / speed_rad_s
         count = max(1, math.ceil(max(linear, angular) / interval))
+        stride = self.robot.solve_stride
+        arm = self.robot.arm_joint_count
+        previous_k, previous_q = 0, self.data.ctrl[self._arm_actuators].copy()
         for k in range(1, count + 1):
-            self._set_arm(start + (goal - start) * (k / count))
-            self.step_control(recorder)
+            if k % stride and k != count:
+                continue
+            pose = TcpPose.from_array(start + (goal - start) * (k / count))
+            try:
+                solved = self.robot.solve(pose, previous_q)
+            except Unreachable as error:
+                raise Unreachable(f"unreachable {waypoint} pose ({error})") from None
+            for j in range(previous_k + 1, k + 1):
+                if j == k:
+                    self.data.ctrl[self._arm_actuators] = solved
+                else:
+                    fraction = (j - previous_k) / (k - previous_k)
+                    target = previous_q + (solved - previous_q) * fraction
+                    self.data.ctrl[self._arm_actuators] = target
+                self.step_control(recorder)
+            previous_k, previous_q = k, solved[:arm]
+            self._commanded = pose
         for _ in range(max_settle_intervals):
             error = self.tcp() - goal
+            error[3:] = (error[3:] + math.pi) % (2 * math.pi) - math.pi
             if np.linalg.norm(error[:3]) <= tolerance_m and np.max(np.abs(error[3:])) <= 0.02:
                 return True
             self.step_control(recorder)
         return False
 
-    def _set_arm(self, targets: np.ndarray) -> None:
-        ctrl = targets.copy()
-        ctrl[2] -= self.layout.mount_height_m
-        self.data.ctrl[self._actuators[:5]] = ctrl
-
     def set_fingers(
         self, recorder: TrajectoryRecorder | None, half_opening: float, intervals: int
     ) -> None:
-        self.data.ctrl[self._actuators[5:]] = half_opening
+        self.data.ctrl[self._finger_actuators] = self.robot.finger_ctrl(half_opening)
         for _ in range(intervals):
             self.step_control(recorder)
 
@@ -403,8 +490,8 @@ class TaskEnvironment:
         linear = [float(np.linalg.norm(qvel[a : a + 3])) for a in self._entity_dof.values()]
         angular = [float(np.linalg.norm(qvel[a + 3 : a + 6])) for a in self._entity_dof.values()]
         robot = np.abs(qvel[self._robot_dof])
-        linear.extend(robot[[0, 1, 2, 5, 6]].tolist())
-        angular.extend(robot[[3, 4]].tolist())
+        linear.extend(robot[self._robot_linear].tolist())
+        angular.extend(robot[self._robot_angular].tolist())
         return max(linear), max(angular)
 
     def settle(

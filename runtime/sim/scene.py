@@ -11,47 +11,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
+from runtime.sim.contact import (
+    CONDIM,
+    CONTACT_SOLREF,
+    IMPRATIO,
+    OBJECT_FRICTION,
+    TABLE_FRICTION,
+)
 from runtime.sim.geometry import EntityGeometry, quat_from_yaw
-
-# Contact model tuned so a two-finger grasp holds: torsional friction (condim 4),
-# elliptic cones with a high impedance ratio, and grippy finger pads.
-CONDIM = 4
-OBJECT_FRICTION = (1.0, 0.01, 0.0001)
-FINGER_FRICTION = (1.5, 0.02, 0.0001)
-TABLE_FRICTION = (0.8, 0.01, 0.0001)
-CONTACT_SOLREF = (0.01, 1.0)
-IMPRATIO = 10.0
+from runtime.sim.robots.base import Robot
 
 TABLE_THICKNESS_M = 0.04
-
-ARM_JOINTS = ("robot_x", "robot_y", "robot_z", "robot_yaw", "robot_tilt")
-FINGER_JOINTS = ("finger_left", "finger_right")
-ROBOT_JOINTS = ARM_JOINTS + FINGER_JOINTS
-
-
-@dataclass(frozen=True)
-class GripperLayout:
-    """Fixed geometry of the parallel-jaw gripper; only the opening comes from the task.
-
-    The tool centre point (TCP) is the midpoint between the fingertips' lower edges.
-    Joint ``robot_z`` is measured from ``mount_height_m`` so that qpos 0 is the home pose.
-    """
-
-    max_opening_m: float
-    mount_height_m: float = 0.25
-    finger_length_m: float = 0.05
-    finger_thickness_m: float = 0.006
-    finger_depth_m: float = 0.02
-    palm_height_m: float = 0.015
-    finger_kp: float = 300.0
-    finger_force_n: float = 25.0
-    slide_kp: float = 3000.0
-    hinge_kp: float = 60.0
 
 
 def _add_table(spec: mujoco.MjSpec, size_xy: tuple[float, float]) -> None:
@@ -65,92 +39,6 @@ def _add_table(spec: mujoco.MjSpec, size_xy: tuple[float, float]) -> None:
         solref=CONTACT_SOLREF,
         rgba=[0.6, 0.5, 0.4, 1.0],
     )
-
-
-def _inertial(body: mujoco.MjsBody, mass: float, inertia: float) -> None:
-    body.explicitinertial = True
-    body.mass = mass
-    body.inertia = [inertia, inertia, inertia]
-    body.gravcomp = 1.0
-
-
-def _add_robot(spec: mujoco.MjSpec, layout: GripperLayout, table_xy: tuple[float, float]) -> None:
-    half_x, half_y = table_xy[0] / 2 + 0.1, table_xy[1] / 2 + 0.1
-    parent = spec.worldbody
-    chain = (
-        ("robot_x", mujoco.mjtJoint.mjJNT_SLIDE, [1, 0, 0], (-half_x, half_x)),
-        ("robot_y", mujoco.mjtJoint.mjJNT_SLIDE, [0, 1, 0], (-half_y, half_y)),
-        ("robot_z", mujoco.mjtJoint.mjJNT_SLIDE, [0, 0, 1], (-layout.mount_height_m, 0.3)),
-        ("robot_yaw", mujoco.mjtJoint.mjJNT_HINGE, [0, 0, 1], (-math.pi, math.pi)),
-        ("robot_tilt", mujoco.mjtJoint.mjJNT_HINGE, [1, 0, 0], (-2.4, 2.4)),
-    )
-    for index, (name, kind, axis, limits) in enumerate(chain):
-        pos = [0.0, 0.0, layout.mount_height_m] if index == 0 else [0.0, 0.0, 0.0]
-        body = parent.add_body(name=f"{name}_link", pos=pos)
-        _inertial(body, 0.3, 0.002)
-        body.add_joint(
-            name=name,
-            type=kind,
-            axis=axis,
-            range=list(limits),
-            limited=mujoco.mjtLimited.mjLIMITED_TRUE,
-            armature=0.01,
-            damping=2.0 if kind == mujoco.mjtJoint.mjJNT_SLIDE else 0.2,
-        )
-        parent = body
-    parent.add_site(name="tcp", size=[0.004, 0.0, 0.0])
-    palm_half_y = layout.max_opening_m / 2 + layout.finger_thickness_m + 0.01
-    parent.add_geom(
-        name="palm",
-        type=mujoco.mjtGeom.mjGEOM_BOX,
-        size=[layout.finger_depth_m / 2, palm_half_y, layout.palm_height_m / 2],
-        pos=[0.0, 0.0, layout.finger_length_m + layout.palm_height_m / 2],
-        friction=OBJECT_FRICTION,
-        condim=CONDIM,
-        solref=CONTACT_SOLREF,
-        rgba=[0.3, 0.3, 0.35, 1.0],
-    )
-    for name, sign in (("finger_left", 1.0), ("finger_right", -1.0)):
-        finger = parent.add_body(name=f"{name}_link")
-        _inertial(finger, 0.05, 0.0001)
-        finger.add_joint(
-            name=name,
-            type=mujoco.mjtJoint.mjJNT_SLIDE,
-            axis=[0, sign, 0],
-            range=[0.0, layout.max_opening_m / 2],
-            limited=mujoco.mjtLimited.mjLIMITED_TRUE,
-            armature=0.005,
-            damping=1.0,
-        )
-        finger.add_geom(
-            name=f"{name}_pad",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=[
-                layout.finger_depth_m / 2,
-                layout.finger_thickness_m / 2,
-                layout.finger_length_m / 2,
-            ],
-            pos=[0.0, sign * layout.finger_thickness_m / 2, layout.finger_length_m / 2],
-            friction=FINGER_FRICTION,
-            condim=CONDIM,
-            solref=CONTACT_SOLREF,
-            rgba=[0.2, 0.2, 0.2, 1.0],
-        )
-    spec.add_exclude(bodyname1="finger_left_link", bodyname2="finger_right_link")
-    for joint in ARM_JOINTS:
-        actuator = spec.add_actuator(name=f"act_{joint}", target=joint)
-        actuator.trntype = mujoco.mjtTrn.mjTRN_JOINT
-        kp = layout.hinge_kp if joint in ("robot_yaw", "robot_tilt") else layout.slide_kp
-        actuator.set_to_position(kp=kp, dampratio=1.0)
-    for joint in FINGER_JOINTS:
-        actuator = spec.add_actuator(name=f"act_{joint}", target=joint)
-        actuator.trntype = mujoco.mjtTrn.mjTRN_JOINT
-        actuator.set_to_position(kp=layout.finger_kp, dampratio=1.0)
-        # Targets below zero squeeze harder; the force limit bounds the grip.
-        actuator.ctrlrange = [-0.02, layout.max_opening_m / 2]
-        actuator.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-        actuator.forcerange = [-layout.finger_force_n, layout.finger_force_n]
-        actuator.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
 
 
 def entity_body_name(entity_id: str) -> str:
@@ -222,7 +110,7 @@ def remove_entity(spec: mujoco.MjSpec, geometry: EntityGeometry) -> None:
 
 
 def new_spec(
-    *, timestep_s: float, table_xy: tuple[float, float], layout: GripperLayout
+    *, timestep_s: float, table_xy: tuple[float, float], robot: Robot
 ) -> mujoco.MjSpec:
     """Table and robot: the part of the scene no replacement ever touches."""
     spec = mujoco.MjSpec()
@@ -234,7 +122,7 @@ def new_spec(
     spec.option.impratio = IMPRATIO
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     _add_table(spec, table_xy)
-    _add_robot(spec, layout, table_xy)
+    robot.add_to_spec(spec)
     return spec
 
 

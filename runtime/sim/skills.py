@@ -1,9 +1,16 @@
 """Program skills (pick, place, pour) and the registry users extend with their own.
 
 A skill is ``fn(env, step, recorder) -> SkillResult | bool``. Skills never raise for
-an impossible request (an object wider than the gripper, a target without a region):
-they return a failed result whose ``detail`` says why, so the episode is rejected
-instead of crashing the collection. A skill that raises anyway is reported failed.
+an impossible request (an object wider than the gripper, a target without a region, a
+pose the arm cannot reach): they return a failed result whose ``detail`` says why, so the
+episode is rejected instead of crashing the collection. A skill that raises anyway is
+reported failed.
+
+Skills speak only in Cartesian TCP waypoints (pre-grasp, grasp, lift, carry, pre-place,
+release, retreat) through ``env.move_tcp``; which robot turns them into joint targets
+(and how) is the robot's business. Grasp and release are verified physically: ``pick``
+needs the object between (touching) both fingers after the lift, ``place`` needs it free
+of every finger after opening.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import numpy as np
 
 from domain.task import SkillStep
 from runtime.sim.results import ProgramResult, SkillResult
+from runtime.sim.robots import Unreachable
 
 if TYPE_CHECKING:
     from runtime.sim.environment import TaskEnvironment
@@ -68,7 +76,7 @@ def pick(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     extents = upper - lower
     axis = 0 if extents[0] <= extents[1] else 1
     width = float(extents[axis])
-    opening = env.layout.max_opening_m
+    opening = env.robot.max_opening_m
     if width + 2 * GRASP_MARGIN_M > opening:
         return _fail(
             step,
@@ -80,20 +88,28 @@ def pick(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     centre = env.to_world(eid, (lower + upper) / 2)
     world_lo, world_hi = env.entity_world_aabb(eid)
     bottom, top = float(world_lo[2]), float(world_hi[2])
-    grasp_z = max(bottom + 0.005, top - 0.8 * env.layout.finger_length_m)
-    env.set_fingers(recorder, opening / 2, intervals=3)
-    env.move_tcp(recorder, z=max(env.tcp()[2], top + APPROACH_CLEARANCE_M))
-    env.move_tcp(recorder, x=centre[0], y=centre[1], yaw=yaw, tilt=0.0)
-    env.move_tcp(recorder, z=grasp_z, speed_m_s=0.2)
-    env.set_fingers(recorder, -0.01, intervals=15)
-    if env.finger_width() < 0.25 * width:
-        return _fail(
-            step, f"grasp of {eid!r} missed: the fingers closed to {env.finger_width():.4f} m"
+    grasp_z = max(bottom + 0.005, top - 0.8 * env.robot.finger_length_m)
+    try:
+        env.set_fingers(recorder, opening / 2, intervals=3)
+        env.move_tcp(recorder, z=max(env.tcp()[2], top + APPROACH_CLEARANCE_M), waypoint="clear")
+        env.move_tcp(
+            recorder, x=centre[0], y=centre[1], yaw=yaw, tilt=0.0, waypoint="pre-grasp"
         )
-    env.move_tcp(recorder, z=top + LIFT_HEIGHT_M, speed_m_s=0.2)
+        env.move_tcp(recorder, z=grasp_z, speed_m_s=0.2, waypoint="grasp")
+        env.set_fingers(recorder, -0.01, intervals=15)
+        if env.finger_width() < 0.25 * width:
+            return _fail(
+                step, f"grasp of {eid!r} missed: the fingers closed to {env.finger_width():.4f} m"
+            )
+        env.move_tcp(recorder, z=top + LIFT_HEIGHT_M, speed_m_s=0.2, waypoint="lift")
+    except Unreachable as error:
+        return _fail(step, str(error))
     rise = float(env.entity_world_aabb(eid)[0][2]) - bottom
     if rise < 0.5 * LIFT_HEIGHT_M:
         return _fail(step, f"object {eid!r} slipped: lifted {rise:.3f} m of {LIFT_HEIGHT_M:.3f} m")
+    left, right = env.finger_contacts(eid)
+    if not (left and right):
+        return _fail(step, f"object {eid!r} is not between the fingers after the lift")
     env.held = eid
     env.picked_from[eid] = (float(centre[0]), float(centre[1]), bottom)
     return _done(step, f"grasped across {width:.3f} m")
@@ -124,7 +140,7 @@ def _align_held(env: TaskEnvironment, recorder: TrajectoryRecorder | None, targe
     delta = _half_turn(
         math.atan2(target_rot[1, 0], target_rot[0, 0]) - math.atan2(obj_rot[1, 0], obj_rot[0, 0])
     )
-    env.move_tcp(recorder, yaw=float(env.arm_targets()[3] + delta))
+    env.move_tcp(recorder, yaw=float(env.arm_targets()[3] + delta), waypoint="carry")
 
 
 def _carry_over(
@@ -145,26 +161,36 @@ def _carry_over(
     lo, _ = env.entity_world_aabb(held)
     offset_z = float(lo[2]) - float(env.tcp()[2])
     travel = max(float(env.tcp()[2]), clear_z + APPROACH_CLEARANCE_M - offset_z)
-    env.move_tcp(recorder, z=travel)
+    env.move_tcp(recorder, z=travel, waypoint="carry")
     if align_to is not None:
         _align_held(env, recorder, align_to)
     lo, hi = env.entity_world_aabb(held)
     offset_xy = (lo[:2] + hi[:2]) / 2 - env.tcp()[:2]
-    env.move_tcp(recorder, x=point_world[0] - offset_xy[0], y=point_world[1] - offset_xy[1])
-    env.move_tcp(recorder, z=bottom_z - offset_z, speed_m_s=0.15)
+    env.move_tcp(
+        recorder,
+        x=point_world[0] - offset_xy[0],
+        y=point_world[1] - offset_xy[1],
+        waypoint="pre-place",
+    )
+    env.move_tcp(recorder, z=bottom_z - offset_z, speed_m_s=0.15, waypoint="release")
 
 
-def _release(env: TaskEnvironment, recorder: TrajectoryRecorder | None) -> None:
+def _release(env: TaskEnvironment, recorder: TrajectoryRecorder | None) -> str | None:
     """Open the fingers just clear of the object, forget it and back the gripper away upwards.
 
     Opening only a little (not to the full stroke) is what a real pick-and-place
     does inside a container: fully open fingers would press against the walls and could
     lift the container along with the gripper.
     """
-    half = min(env.layout.max_opening_m / 2, env.finger_width() / 2 + RELEASE_OPENING_M)
+    held = env.held or ""
+    half = min(env.robot.max_opening_m / 2, env.finger_width() / 2 + RELEASE_OPENING_M)
     env.set_fingers(recorder, half, intervals=15)
     env.held = None
-    env.move_tcp(recorder, z=float(env.tcp()[2]) + LIFT_HEIGHT_M)
+    env.move_tcp(recorder, z=float(env.tcp()[2]) + LIFT_HEIGHT_M, waypoint="retreat")
+    left, right = env.finger_contacts(held)
+    if left or right:
+        return f"object {held!r} is still in contact with a finger after opening"
+    return None
 
 
 def place(
@@ -181,10 +207,20 @@ def place(
     centre = np.array([(lower[0] + upper[0]) / 2, (lower[1] + upper[1]) / 2, lower[2]])
     point = env.to_world(target, centre)
     target_top = float(env.entity_world_aabb(target)[1][2])
-    _carry_over(
-        env, recorder, point, float(point[2]) + RELEASE_GAP_M, clear_z=target_top, align_to=target
-    )
-    _release(env, recorder)
+    try:
+        _carry_over(
+            env,
+            recorder,
+            point,
+            float(point[2]) + RELEASE_GAP_M,
+            clear_z=target_top,
+            align_to=target,
+        )
+        stuck = _release(env, recorder)
+    except Unreachable as error:
+        return _fail(step, str(error))
+    if stuck is not None:
+        return _fail(step, stuck)
     env.hold(recorder, intervals=10)
     return _done(step, f"released onto {target!r} {name}")
 
@@ -211,13 +247,16 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
         target, np.array([(lower[0] + upper[0]) / 2, (lower[1] + upper[1]) / 2, upper[2]])
     )
     target_top = float(env.entity_world_aabb(target)[1][2])
-    _carry_over(
-        env, recorder, aperture, float(aperture[2]) + 0.03, clear_z=target_top, align_to=target
-    )
     tilt = math.radians(float(step.params.get("tilt_deg", 100.0)))
-    env.move_tcp(recorder, tilt=tilt, speed_rad_s=1.5)
-    env.hold(recorder, intervals=int(step.params.get("hold_intervals", 15)))
-    env.move_tcp(recorder, tilt=0.0, speed_rad_s=1.5)
+    try:
+        _carry_over(
+            env, recorder, aperture, float(aperture[2]) + 0.03, clear_z=target_top, align_to=target
+        )
+        env.move_tcp(recorder, tilt=tilt, speed_rad_s=1.5, waypoint="pour")
+        env.hold(recorder, intervals=int(step.params.get("hold_intervals", 15)))
+        env.move_tcp(recorder, tilt=0.0, speed_rad_s=1.5, waypoint="upright")
+    except Unreachable as error:
+        return _fail(step, str(error))
     if env.finger_width() < 0.002:
         env.held = None
         return _fail(step, f"object {step.object!r} dropped while pouring")
@@ -226,15 +265,20 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     if not put_back or origin is None:
         return _done(step, poured)
     x, y, bottom = origin
-    _carry_over(
-        env,
-        recorder,
-        np.array([x, y]),
-        bottom + RELEASE_GAP_M,
-        clear_z=target_top,
-        align_to=None,
-    )
-    _release(env, recorder)
+    try:
+        _carry_over(
+            env,
+            recorder,
+            np.array([x, y]),
+            bottom + RELEASE_GAP_M,
+            clear_z=target_top,
+            align_to=None,
+        )
+        stuck = _release(env, recorder)
+    except Unreachable as error:
+        return _fail(step, str(error))
+    if stuck is not None:
+        return _fail(step, stuck)
     return _done(step, f"{poured}; put back at ({x:.3f}, {y:.3f})")
 
 
