@@ -1,8 +1,9 @@
 """Dataset columns derived from what the recorder wrote, not from a fixed list.
 
 Every array of a trajectory becomes one column: per-sample observations (``T + 1`` rows) and
-per-interval actions (``T`` rows). Column names come from the trajectory's own metadata
-(``names`` per key, else ``joint_names`` / ``entity_ids``), so a robot or recorder that adds
+per-interval actions (``T`` rows), told apart by their row count. Column names and units come
+from the trajectory's own metadata (``columns[key] = {names, units}``, written by the
+recorder; older files fall back to ``joint_names`` / ``entity_ids``), so a robot that adds
 arrays (joint velocities, end-effector poses, a second action representation) shows up in
 every dataset format without touching the exporters.
 """
@@ -32,7 +33,7 @@ class Column:
     source: str  # key in the trajectory payload
     kind: str  # "observation" (T + 1 rows) or "action" (T rows)
     names: tuple[str, ...]
-    units: str | None = None
+    units: tuple[str, ...] | None = None
 
     @property
     def width(self) -> int:
@@ -48,11 +49,7 @@ class Column:
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.source, "kind": self.kind, "names": list(self.names),
-                "units": self.units}
-
-
-def _is_action(key: str) -> bool:
-    return key == ACTION_KEY or key.startswith(("actions_", "action_"))
+                "units": list(self.units) if self.units is not None else None}
 
 
 def _default_names(key: str, shape: tuple[int, ...], meta: Mapping[str, Any]) -> list[str]:
@@ -72,24 +69,30 @@ def _default_names(key: str, shape: tuple[int, ...], meta: Mapping[str, Any]) ->
 def columns_of(data: EpisodeData) -> tuple[Column, ...]:
     """The columns of one trajectory, in payload key order (which the recorder fixes)."""
     meta = data.metadata
-    declared_names = meta.get("names") or {}
-    declared_units = meta.get("units") or {}
+    declared = meta.get("columns") or {}
     samples = data.arrays[TIME_KEY].shape[0]
     columns = []
     for key, array in data.arrays.items():
         if key == TIME_KEY:
             continue
-        kind = "action" if _is_action(key) else "observation"
-        expected = samples - 1 if kind == "action" else samples
-        if array.shape[0] != expected:
-            continue  # not a per-step array (e.g. a per-episode constant)
+        if array.shape[0] == samples:
+            kind = "observation"
+        elif array.shape[0] == samples - 1:
+            kind = "action"
+        else:
+            continue  # not a per-step array
         width = int(np.prod(array.shape[1:])) if array.ndim > 1 else 1
-        names = declared_names.get(key)
+        spec = declared.get(key) or {}
+        names = spec.get("names")
         if not (isinstance(names, Sequence) and len(names) == width):
             names = _default_names(key, array.shape, meta)
-        units = declared_units.get(key)
-        columns.append(Column(key, kind, tuple(str(n) for n in names),
-                              str(units) if units is not None else None))
+        units = spec.get("units")
+        if not (isinstance(units, Sequence) and len(units) == width):
+            units = None
+        columns.append(
+            Column(key, kind, tuple(str(n) for n in names),
+                   tuple(str(u) for u in units) if units is not None else None)
+        )
     return tuple(columns)
 
 

@@ -106,7 +106,7 @@ def features_of(columns: Sequence[Column]) -> dict[str, dict[str, Any]]:
     for column in columns:
         feature = _feature("float32", column.width, column.names)
         if column.units is not None:
-            feature["units"] = column.units
+            feature["units"] = list(column.units)
         features[column.lerobot_key] = feature
     features["next.reward"] = _feature("float32", 1, None)
     features["next.done"] = _feature("bool", 1, None)

@@ -37,9 +37,12 @@ def test_info_json_is_v30_with_features_totals_and_paths(
     assert info["video_path"] is None
     assert (info["chunks_size"], info["data_files_size_in_mb"]) == (1000, 100)
     features = info["features"]
-    joints = episodes[0]["metadata"]["joint_names"]
-    assert features["observation.state"] == {"dtype": "float32", "shape": [7], "names": joints}
-    assert features["action"] == {"dtype": "float32", "shape": [7], "names": joints}
+    columns = episodes[0]["metadata"]["columns"]
+    assert features["observation.state"] == {
+        "dtype": "float32", "shape": [7], **columns["robot_qpos"]
+    }
+    assert features["action"] == {"dtype": "float32", "shape": [7], **columns["actions"]}
+    assert features["observation.state"]["units"][0] == "m"
     assert features["observation.entity_pose"]["names"][:2] == ["item.x", "item.y"]
     assert features["observation.entity_pose"]["shape"] == [14]
     for key in ("timestamp",):
