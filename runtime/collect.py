@@ -230,7 +230,8 @@ class _Collector:
         append's error is raised here (see :mod:`runtime.collect_support.ledger`).
         """
         self.session.check()
-        batch = [*self.deferred, *events]
+        ready = self.datasets.take_events() if self.datasets else []
+        batch = [*self.deferred, *ready, *events]
         self.writer.submit(batch, Tag(self.phase, self.batch_index, self.episode_index))
         self.deferred = []
 
@@ -287,6 +288,7 @@ class _Collector:
         finally:
             bar.close()
         self.batch_index = self.episode_index = None
+        self.finish_datasets()
         accepted, attempted = plan.totals()
         completed = (
             "RunCompleted",
@@ -411,14 +413,22 @@ class _Collector:
         self.update_datasets()
 
     def update_datasets(self) -> None:
-        """Project the committed episodes into the live datasets (after draining the writer,
-        so only what the log holds is exported); a failure fails the run in phase
-        ``dataset`` and resume retries it."""
+        """Ask the live datasets to project the log as it will be once everything submitted so
+        far is appended (they build on their own thread; see runtime.export.live)."""
+        if self.datasets:
+            self.datasets.request(self.writer.version)
+
+    def finish_datasets(self) -> None:
+        """Wait for the last dataset build and append its `DatasetUpdated` (phase
+        ``dataset``; a failure fails the run and resume retries it)."""
         if not self.datasets:
             return
         phase, self.phase = self.phase, "dataset"
-        self.writer.drain()
-        self.datasets.update(self.store, self.append_now)
+        self.writer.drain()  # the log reaches what the last request waits for (or raises)
+        self.update_datasets()
+        ready = self.datasets.finish()
+        if ready:
+            self.append_now(ready)
         self.phase = phase
 
     def _record_unreset_episode(
@@ -631,7 +641,7 @@ def run_collection(
     if datasets:
         from runtime.export.live import LiveDatasets
 
-        live = LiveDatasets(run_id, datasets)
+        live = LiveDatasets(run_id, datasets, store)
     collector = _Collector(
         store,
         session,
@@ -659,6 +669,8 @@ def run_collection(
             raise
     finally:
         collector.writer.close()
+        if live is not None:
+            live.close()
     report = write_report(store, run_id, path)
     return result_from_report(run_id, report, path, unlogged)
 

@@ -159,9 +159,9 @@ def current_files(spec: DatasetSpec) -> dict[str, str]:
 
 
 def _robot_type(source: DatasetSource) -> str | None:
-    from runtime.taskfile import load_task
+    from runtime.export.episodes import deployment_task
 
-    return load_task(source.first_deployment / "task.yaml").scene.robot.kind
+    return deployment_task(source.first_deployment).scene.robot.kind
 
 
 def build_version(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -190,11 +190,18 @@ def run_source(run_id: str, events: Sequence[Any]) -> RunSource:
     )
 
 
-def task_instruction(deployment_path: Path) -> str:
-    """The task string of the dataset: the deployment's task file instruction (or default)."""
+@lru_cache(maxsize=256)
+def deployment_task(deployment_path: Path) -> Any:
+    """The deployment's task (a deployment never changes once materialized: its manifest
+    digest is in the log), parsed once per process."""
     from runtime.taskfile import load_task
 
-    return load_task(deployment_path / "task.yaml").instruction_text
+    return load_task(deployment_path / "task.yaml")
+
+
+def task_instruction(deployment_path: Path) -> str:
+    """The task string of the dataset: the deployment's task file instruction (or default)."""
+    return deployment_task(deployment_path).instruction_text
 
 
 def dataset_source(

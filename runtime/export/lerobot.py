@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData
 from runtime.export.features import Column, common_columns, control_fps, values
 from runtime.export.sink import FileSink
-from runtime.export.stats import feature_stats
+from runtime.export.stats import stats_by_feature
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -73,32 +73,26 @@ def _feature(dtype: str, width: int, names: Sequence[str] | None) -> dict[str, A
     return {"dtype": dtype, "shape": [width], "names": list(names) if names is not None else None}
 
 
-class _Frames:
-    """The frame table of a set of episodes, column by column."""
+def episode_frames(
+    columns: Sequence[Column], data: EpisodeData, episode_index: int, start: int, fps: int
+) -> dict[str, np.ndarray]:
+    """Every feature of one episode's frames as ``[frames, width]`` arrays."""
+    frames = data.num_actions
+    block = {column.lerobot_key: values(column, data)[:frames] for column in columns}
+    frame_index = np.arange(frames, dtype=np.int64)
+    done = frame_index == frames - 1
+    block["next.reward"] = done.astype(np.float64)[:, None]
+    block["next.done"] = done[:, None]
+    block["timestamp"] = (frame_index / fps)[:, None]
+    block["frame_index"] = frame_index[:, None]
+    block["episode_index"] = np.full((frames, 1), episode_index, dtype=np.int64)
+    block["index"] = (start + frame_index)[:, None]
+    block["task_index"] = np.zeros((frames, 1), dtype=np.int64)
+    return block
 
-    def __init__(self, columns: Sequence[Column]) -> None:
-        self.columns = columns
-        self.parts: dict[str, list[np.ndarray]] = {c.lerobot_key: [] for c in columns}
-        for key in ("next.reward", "next.done", *INDEX_FEATURES):
-            self.parts[key] = []
 
-    def add(self, data: EpisodeData, episode_index: int, start: int, fps: int) -> int:
-        frames = data.num_actions
-        for column in self.columns:
-            self.parts[column.lerobot_key].append(values(column, data)[:frames])
-        frame_index = np.arange(frames, dtype=np.int64)
-        done = frame_index == frames - 1
-        self.parts["next.done"].append(done[:, None])
-        self.parts["next.reward"].append(done.astype(np.float64)[:, None])
-        self.parts["timestamp"].append((frame_index / fps)[:, None])
-        self.parts["frame_index"].append(frame_index[:, None])
-        self.parts["episode_index"].append(np.full((frames, 1), episode_index, dtype=np.int64))
-        self.parts["index"].append((start + frame_index)[:, None])
-        self.parts["task_index"].append(np.zeros((frames, 1), dtype=np.int64))
-        return frames
-
-    def matrix(self, key: str) -> np.ndarray:
-        return np.concatenate(self.parts[key], axis=0)
+def _concat(blocks: Sequence[dict[str, np.ndarray]], key: str) -> np.ndarray:
+    return np.concatenate([b[key] for b in blocks], axis=0)
 
 
 def features_of(columns: Sequence[Column]) -> dict[str, dict[str, Any]]:
@@ -120,10 +114,12 @@ _ARROW_TYPES = {"float32": pa.float32(), "int64": pa.int64(), "bool": pa.bool_()
 _NUMPY_TYPES = {"float32": np.float32, "int64": np.int64, "bool": np.bool_}
 
 
-def _frame_table(frames: _Frames, features: dict[str, dict[str, Any]]) -> pa.Table:
+def _frame_table(
+    blocks: Sequence[dict[str, np.ndarray]], features: dict[str, dict[str, Any]]
+) -> pa.Table:
     arrays, fields = [], []
     for key, feature in features.items():
-        matrix = frames.matrix(key).astype(_NUMPY_TYPES[feature["dtype"]])
+        matrix = _concat(blocks, key).astype(_NUMPY_TYPES[feature["dtype"]])
         arrays.append(_vector_array(matrix, _ARROW_TYPES[feature["dtype"]]))
         fields.append(pa.field(key, arrays[-1].type))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
@@ -182,19 +178,15 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
         size += estimate
 
     episode_rows: list[dict[str, Any]] = []
-    all_frames = _Frames(columns)
+    all_blocks: list[dict[str, np.ndarray]] = []
     start = 0
     for file_number, group in enumerate(groups):
         chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
-        frames = _Frames(columns)
+        blocks = []
         for i in group:
-            _name, data = loaded[i]
-            first = start
-            count = frames.add(data, i, start, fps)
-            all_frames.add(data, i, start, fps)
-            start += count
-            single = _Frames(columns)
-            single.add(data, i, first, fps)
+            block = episode_frames(columns, loaded[i][1], i, start, fps)
+            count = loaded[i][1].num_actions
+            blocks.append(block)
             episode_rows.append(
                 {
                     "episode_index": i,
@@ -202,21 +194,23 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
                     "length": count,
                     "data/chunk_index": chunk_index,
                     "data/file_index": file_index,
-                    "dataset_from_index": first,
-                    "dataset_to_index": first + count,
+                    "dataset_from_index": start,
+                    "dataset_to_index": start + count,
                     "meta/episodes/chunk_index": 0,
                     "meta/episodes/file_index": 0,
                     **{
                         f"stats/{key}/{stat}": value
-                        for key in features
-                        for stat, value in feature_stats(single.matrix(key)).items()
+                        for key, stats in stats_by_feature(block, list(features)).items()
+                        for stat, value in stats.items()
                     },
                 }
             )
+            start += count
         sink.write(
             DATA_PATH.format(chunk_index=chunk_index, file_index=file_index),
-            _parquet_bytes(_frame_table(frames, features)),
+            _parquet_bytes(_frame_table(blocks, features)),
         )
+        all_blocks.extend(blocks)
 
     for row, episode in zip(episode_rows, source.episodes, strict=True):
         for key, value in episode.provenance.to_dict().items():
@@ -226,7 +220,7 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
     sink.write(EPISODES_PATH.format(chunk_index=0, file_index=0),
                _parquet_bytes(_episodes_table(episode_rows)))
     sink.write("meta/tasks.parquet", _parquet_bytes(_tasks_table(source.instruction)))
-    stats = {key: feature_stats(all_frames.matrix(key)) for key in features}
+    stats = stats_by_feature({k: _concat(all_blocks, k) for k in features}, list(features))
     sink.write("meta/stats.json", json_bytes(stats))
     total_frames = start
     info = {

@@ -1,0 +1,135 @@
+"""Dataset benchmarks: export throughput against raw pyarrow, and live-dataset overhead.
+
+1. Export throughput: the committed episodes of one demo run (4 batches x 4 episodes) are
+   exported as a LeRobot dataset (read + verify every trajectory, all parquet/JSON files,
+   fsync, atomic publish) and, in the same process and alternating, the same frame arrays are
+   written with raw pyarrow into one parquet file (read with torch.load, one write_table,
+   fsync). Ratio = raw time / export time (goal >= 0.8). robomimic's HDF5 export is timed too.
+   (No camera videos here: the gantry run records none, so PyAV is not involved.)
+2. Live overhead: the same collection with and without ``--dataset lerobot:DIR`` (alternating,
+   medians); ratio = with / without (goal <= 1.05).
+
+Run: ``.venv/bin/python bench/bench_export.py`` (prints figures; not part of pytest).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import torch  # noqa: E402
+
+from runtime.collect import collect  # noqa: E402
+from runtime.collect_support.demo_run import prepare_demo_run, write_catalog  # noqa: E402
+from runtime.export.dataset import DatasetSpec, build_version  # noqa: E402
+from runtime.export.episodes import read_source  # noqa: E402
+from runtime.logging import configure_logging  # noqa: E402
+from store import EventStore  # noqa: E402
+
+REPEATS = 5
+LIVE_REPEATS = 3
+
+
+def _tree_bytes(path: Path) -> int:
+    real = Path(os.path.realpath(path))
+    if real.is_file():
+        return real.stat().st_size
+    return sum(p.stat().st_size for p in real.rglob("*") if p.is_file())
+
+
+def raw_pyarrow(source, out: Path) -> int:  # type: ignore[no-untyped-def]
+    """The same frames written the plainest way: torch.load, numpy, one parquet file."""
+    columns: dict[str, list[np.ndarray]] = {}
+    for episode in source.episodes:
+        payload = torch.load(io.BytesIO(episode.trajectory_path.read_bytes()), weights_only=True)
+        steps = payload["actions"].shape[0]
+        for key, value in payload.items():
+            if key in ("metadata", "timestamps"):
+                continue
+            array = value.numpy()[:steps].reshape(steps, -1).astype(np.float32)
+            columns.setdefault(key, []).append(array)
+    arrays = {}
+    for key, parts in columns.items():
+        matrix = np.concatenate(parts)
+        flat = pa.array(matrix.reshape(-1))
+        arrays[key] = pa.FixedSizeListArray.from_arrays(flat, matrix.shape[1])
+    table = pa.table(arrays)
+    pq.write_table(table, out, compression="snappy")
+    fd = os.open(out, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    return out.stat().st_size
+
+
+def main() -> None:
+    configure_logging(level="warning")
+    root = Path(tempfile.mkdtemp(prefix="assetcast-bench-export-"))
+    try:
+        store = EventStore(f"sqlite:///{root / 'bench.db'}")
+        catalog = write_catalog(root / "catalog")
+        run_id = prepare_demo_run(store, root / "run", catalog, batches=4, episodes_per_batch=4,
+                                  settle_steps=10)
+        collect(run_id, store=store, progress=False)
+        source = read_source(store, [run_id])
+        frames = sum(e.load().num_actions for e in source.episodes)
+        ours, raw, robomimic = [], [], []
+        our_bytes = raw_bytes = rm_bytes = 0
+        for i in range(REPEATS):
+            start = time.perf_counter()
+            raw_bytes = raw_pyarrow(read_source(store, [run_id]), root / f"raw{i}.parquet")
+            raw.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            version = build_version(DatasetSpec("lerobot", root / f"ds{i}"),
+                                    read_source(store, [run_id]))
+            ours.append(time.perf_counter() - start)
+            our_bytes = _tree_bytes(root / f"ds{i}")
+            assert version.written
+            start = time.perf_counter()
+            build_version(DatasetSpec("robomimic", root / f"rm{i}.hdf5"),
+                          read_source(store, [run_id]))
+            robomimic.append(time.perf_counter() - start)
+            rm_bytes = _tree_bytes(root / f"rm{i}.hdf5")
+        t_ours, t_raw, t_rm = (statistics.median(x) for x in (ours, raw, robomimic))
+        mb = 1024 * 1024
+        print(f"export throughput ({len(source.episodes)} episodes, {frames} frames, "
+              f"median of {REPEATS})")
+        print(f"  lerobot export : {t_ours * 1000:8.1f} ms  {frames / t_ours:9.0f} frames/s  "
+              f"{our_bytes / mb / t_ours:7.2f} MB/s ({our_bytes} bytes, all files)")
+        print(f"  raw pyarrow    : {t_raw * 1000:8.1f} ms  {frames / t_raw:9.0f} frames/s  "
+              f"{raw_bytes / mb / t_raw:7.2f} MB/s ({raw_bytes} bytes, one file)")
+        print(f"  robomimic hdf5 : {t_rm * 1000:8.1f} ms  {frames / t_rm:9.0f} frames/s  "
+              f"{rm_bytes / mb / t_rm:7.2f} MB/s (incl. one scene MJCF per batch)")
+        print(f"  export / raw throughput ratio: {t_raw / t_ours:.2f} (goal >= 0.8)")
+
+        plain, live = [], []
+        for i in range(LIVE_REPEATS):
+            for with_dataset in (False, True):
+                rid = prepare_demo_run(store, root / f"live{i}{with_dataset}", catalog,
+                                       batches=3, episodes_per_batch=3, settle_steps=10)
+                datasets = [DatasetSpec("lerobot", root / f"live{i}")] if with_dataset else []
+                start = time.perf_counter()
+                collect(rid, store=store, progress=False, datasets=datasets)
+                (live if with_dataset else plain).append(time.perf_counter() - start)
+        t_plain, t_live = statistics.median(plain), statistics.median(live)
+        print(f"live dataset overhead (3 batches x 3 episodes, median of {LIVE_REPEATS})")
+        print(f"  collect        : {t_plain:6.2f} s")
+        print(f"  collect+lerobot: {t_live:6.2f} s")
+        print(f"  ratio: {t_live / t_plain:.3f} (goal <= 1.05)")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
