@@ -1,6 +1,6 @@
 """Dataset benchmarks: export throughput against raw pyarrow, and live-dataset overhead.
 
-1. Export throughput: the committed episodes of one demo run (4 batches x 4 episodes) are
+1. Export throughput: the committed episodes of one demo run (6 batches x 8 episodes) are
    exported as a LeRobot dataset (read + verify every trajectory, all parquet/JSON files,
    fsync, atomic publish) and, in the same process and alternating, the same frame arrays are
    written with raw pyarrow into one parquet file (read with torch.load, one write_table,
@@ -79,7 +79,7 @@ def main() -> None:
     try:
         store = EventStore(f"sqlite:///{root / 'bench.db'}")
         catalog = write_catalog(root / "catalog")
-        run_id = prepare_demo_run(store, root / "run", catalog, batches=4, episodes_per_batch=4,
+        run_id = prepare_demo_run(store, root / "run", catalog, batches=6, episodes_per_batch=8,
                                   settle_steps=10)
         collect(run_id, store=store, progress=False)
         source = read_source(store, [run_id])
@@ -117,13 +117,13 @@ def main() -> None:
         for i in range(LIVE_REPEATS):
             for with_dataset in (False, True):
                 rid = prepare_demo_run(store, root / f"live{i}{with_dataset}", catalog,
-                                       batches=3, episodes_per_batch=3, settle_steps=10)
+                                       batches=4, episodes_per_batch=6, settle_steps=10)
                 datasets = [DatasetSpec("lerobot", root / f"live{i}")] if with_dataset else []
                 start = time.perf_counter()
                 collect(rid, store=store, progress=False, datasets=datasets)
                 (live if with_dataset else plain).append(time.perf_counter() - start)
         t_plain, t_live = statistics.median(plain), statistics.median(live)
-        print(f"live dataset overhead (3 batches x 3 episodes, median of {LIVE_REPEATS})")
+        print(f"live dataset overhead (4 batches x 6 episodes, median of {LIVE_REPEATS})")
         print(f"  collect        : {t_plain:6.2f} s")
         print(f"  collect+lerobot: {t_live:6.2f} s")
         print(f"  ratio: {t_live / t_plain:.3f} (goal <= 1.05)")
