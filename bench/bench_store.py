@@ -4,7 +4,8 @@ Prints appends/s for durable 1-event and 50-event transactions through
 ``EventStore`` (SQLite, WAL, synchronous=FULL), raw ``sqlite3`` executemany into an
 equivalent table with the same PRAGMAs, and the eventsourcing library's SQLite
 aggregate recorder; then the time to fold a ~100k-event run read from the store.
-Goals: batched appends within 2x of raw sqlite3; fold of 100k events < 2 s.
+Goals: batched appends within 2x of raw sqlite3; fold of 100k events < 2 s. The fenced
+row measures what the lease-token check in every session append costs, side by side.
 ``--url URL`` (any SQLAlchemy URL) or ``--pg`` (a private durable PostgreSQL cluster)
 instead compares EventStore on that database with EventStore on SQLite.
 
@@ -15,6 +16,7 @@ overhead: validation, legality, the runs-row compare-and-swap and SQLAlchemy.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sqlite3
 import sys
@@ -64,17 +66,30 @@ def bench_event_store(tmp: Path, per_txn: int, txns: int) -> float:
     return bench_event_store_url(f"sqlite:///{tmp / f'es_{per_txn}.db'}", per_txn, txns)
 
 
-def bench_event_store_url(url: str, per_txn: int, txns: int, run_id: str = "r") -> float:
+def bench_event_store_url(
+    url: str, per_txn: int, txns: int, run_id: str = "r", *, fenced: bool = False
+) -> float:
     store = EventStore(url)
     version = _setup_run(store, run_id)
+    lease = store.acquire_lease(run_id, owner="bench", ttl_s=600) if fenced else None
     stream = _episode_stream()
     chunks = [[next(stream) for _ in range(per_txn)] for _ in range(txns)]
     t0 = time.perf_counter()
     for chunk in chunks:
-        version = store.append(run_id, chunk, expected_version=version)
+        version = store.append(run_id, chunk, expected_version=version, fence=lease)
     elapsed = time.perf_counter() - t0
+    if lease is not None:
+        lease.release()
     store.close()
     return txns / elapsed
+
+
+def bench_event_store_fenced(tmp: Path, per_txn: int, txns: int) -> float:
+    """The same appends, each fenced by the session's lease (token checked in the append's
+    transaction), as every session's appends are."""
+    return bench_event_store_url(
+        f"sqlite:///{tmp / f'esf_{per_txn}.db'}", per_txn, txns, fenced=True
+    )
 
 
 RAW_SCHEMA = """
@@ -225,11 +240,16 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        results = _measure({
+        impls = {
             "assetcast EventStore": bench_event_store,
+            "EventStore, fenced append": bench_event_store_fenced,
             "raw sqlite3 executemany": bench_raw_sqlite,
-            "eventsourcing SQLite": bench_eventsourcing,
-        }, tmp)
+        }
+        if importlib.util.find_spec("eventsourcing") is not None:
+            impls["eventsourcing SQLite"] = bench_eventsourcing
+        else:
+            print("eventsourcing is not installed: its row is skipped")
+        results = _measure(impls, tmp)
         print(f"durable appends (WAL, synchronous=FULL), median of {ROUNDS} interleaved rounds")
         print(f"{'':<26}{'1-event tx/s':>13}{f'{BATCH}-event tx/s':>15}{'events/s':>12}")
         for name, (one, many) in results.items():
@@ -237,6 +257,9 @@ def main() -> None:
         es, raw = results["assetcast EventStore"], results["raw sqlite3 executemany"]
         print(f"EventStore / raw sqlite3: 1-event {es[0] / raw[0]:.2f}x, "
               f"{BATCH}-event {es[1] / raw[1]:.2f}x (goal for batched: >= 0.5x)")
+        fenced = results["EventStore, fenced append"]
+        print(f"fencing check (lease token in the append's transaction) / unfenced: "
+              f"1-event {fenced[0] / es[0]:.2f}x, {BATCH}-event {fenced[1] / es[1]:.2f}x")
         n, load, fold_s, read_s = bench_fold(tmp)
         print(f"fold of a {n}-event run read from the store (cold cache): {fold_s:.2f} s "
               f"(goal < 2 s); read() with RecordedEvent objects: {read_s:.2f} s; "

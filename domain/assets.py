@@ -19,6 +19,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from domain.canonical import canonical_json
 from domain.errors import AssetValidationError
+from domain.fields import forbidden_character
+from domain.limits import MeshLimits
 
 JsonScalar = str | int | float | bool
 
@@ -109,8 +111,12 @@ def _finite(value: Any, path: str, source: str | None) -> float:
 
 
 def _nonempty_str(value: Any, path: str, source: str | None) -> str:
+    """A name (asset id, category, capability): printed in tables, so no control chars."""
     if not isinstance(value, str) or not value.strip():
         raise _fail(path, "expected a nonempty string", source)
+    bad = forbidden_character(value)
+    if bad is not None:
+        raise _fail(path, f"must not contain control characters (found {bad!r})", source)
     return value
 
 
@@ -145,6 +151,7 @@ def _attributes(value: Any, path: str, source: str | None) -> Mapping[str, JsonS
         item = mapping[key]
         if not key:
             raise _fail(path, "attribute names must be nonempty", source)
+        _nonempty_str(key, f"{path}.{key!r}", source)
         if isinstance(item, float):
             item = _finite(item, f"{path}.{key}", source)
         elif not isinstance(item, str | int | bool):
@@ -485,11 +492,24 @@ class AssetCandidate:
     listing_error: str | None = None
 
 
+class PublishFence(Protocol):
+    """The session that publishes a file: ``check`` raises (``SessionLost``) unless it still
+    holds the run's lease; ``tag`` names its temporary files so nobody else deletes them."""
+
+    tag: str
+
+    def check(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class PreparationContext:
-    """Where prepared snapshots live (``<cache_dir>/<content_sha256>/``)."""
+    """Where prepared snapshots live (``<cache_dir>/<content_sha256>/``), how much geometry
+    one package may load (the run's limits), and the session whose lease fences their
+    publication (None outside a run, e.g. ``catalog check``)."""
 
     cache_dir: str
+    limits: MeshLimits = field(default_factory=MeshLimits)
+    fence: PublishFence | None = None
 
 
 @dataclass(frozen=True, eq=False)

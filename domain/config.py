@@ -12,6 +12,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from domain import fields as f
+from domain.limits import (
+    DEFAULT_MAX_COLLISION_PIECES,
+    DEFAULT_MAX_MESH_FACES,
+    DEFAULT_MAX_MESH_VERTICES,
+    MeshLimits,
+)
 
 UINT32_MAX = 2**32 - 1
 COUNT_MAX = 1_000_000
@@ -24,6 +30,9 @@ _BOUNDS: Mapping[str, tuple[int, int]] = {
     "candidates_per_role": (1, COUNT_MAX),
     "max_search_nodes": (1, COUNT_MAX),
     "settle_steps": (0, COUNT_MAX),
+    "max_mesh_faces": (1, 100_000_000),
+    "max_mesh_vertices": (3, 100_000_000),
+    "max_collision_pieces": (1, 4096),
 }
 
 
@@ -38,12 +47,23 @@ class CollectionConfig:
     max_search_nodes: int = 1000
     settle_steps: int = 0
     record_trajectory: bool = True
+    max_mesh_faces: int = DEFAULT_MAX_MESH_FACES
+    max_mesh_vertices: int = DEFAULT_MAX_MESH_VERTICES
+    max_collision_pieces: int = DEFAULT_MAX_COLLISION_PIECES
 
     def __post_init__(self) -> None:
         _validate(asdict(self), None)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def mesh_limits(self) -> MeshLimits:
+        return MeshLimits(
+            max_mesh_faces=self.max_mesh_faces,
+            max_mesh_vertices=self.max_mesh_vertices,
+            max_collision_pieces=self.max_collision_pieces,
+        )
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str | None = None) -> CollectionConfig:

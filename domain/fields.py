@@ -9,12 +9,36 @@ so a bool is never accepted where a number is expected (and vice versa).
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from domain.errors import ConfigError
 
 JsonScalar = str | int | float | bool | None
+
+#: Invisible characters that reorder text on a terminal ("Trojan Source", CVE-2021-42574).
+_BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                           "\u2066\u2067\u2068\u2069")
+
+
+def forbidden_character(value: str) -> str | None:
+    """The first character of ``value`` that must never appear in a name, else ``None``.
+
+    Names (ids, roles, categories, folder names) are printed in tables and logs; a newline
+    forges a row, ESC/CSI (C0, C1) repaints the terminal, DEL and line/paragraph separators
+    and bidi overrides disguise text. Refusing them where names enter keeps output honest.
+    """
+    for char in value:
+        if char in _BIDI_CONTROLS or unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            return char
+    return None
+
+
+def _check_name_characters(value: str, path: str, source: str | None) -> None:
+    bad = forbidden_character(value)
+    if bad is not None:
+        fail(path, f"must not contain control characters (found {bad!r})", source)
 
 
 def key_path(path: str, key: str) -> str:
@@ -49,6 +73,7 @@ def mapping(
     for key in value:
         if not isinstance(key, str):
             fail(path, f"keys must be strings, got {type_name(key)} {key!r}", source)
+        _check_name_characters(key, path, source)
         if allowed and key not in allowed:
             fail(key_path(path, key), "unknown key", source)
     for key in required:
@@ -68,6 +93,7 @@ def text(value: Any, path: str, source: str | None) -> str:
         fail(path, f"expected a string, got {type_name(value)}", source)
     if not value or value.strip() != value:
         fail(path, "must be a non-empty string without surrounding whitespace", source)
+    _check_name_characters(value, path, source)
     return value
 
 

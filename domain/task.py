@@ -8,13 +8,17 @@ downstream has to. ``task_to_dict`` is its inverse; deployments are written thro
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from domain import fields as f
+from domain.errors import ConfigError
+from domain.paths import contained_relpath
 from domain.requirements import RELATION_KINDS, AssetRequirements, parse_requirements
 
+PACKAGE_MANIFEST = "asset.catalog.json"
 PRIMITIVE_ARITY: Mapping[str, int] = {"box": 3, "cylinder": 2, "sphere": 1}
 ROBOT_KINDS: tuple[str, ...] = ("parallel_gripper", "franka_panda")
 # Kinds whose gripper has a fixed, real stroke: ``max_opening_m`` defaults to it and may not
@@ -141,9 +145,16 @@ class TaskSpec:
 def _parse_asset(value: Any, path: str, source: str | None) -> PrimitiveAsset | PackageAsset:
     if isinstance(value, Mapping) and "package" in value:
         raw = f.mapping(value, path, source, required=("package",))
-        package = f.text(raw["package"], f.key_path(path, "package"), source)
-        if package.startswith(("/", "\\")) or "://" in package or package[1:3] == ":\\":
-            f.fail(f.key_path(path, "package"), "must be a path relative to the task file", source)
+        where = f.key_path(path, "package")
+        package = f.text(raw["package"], where, source)
+        if package.startswith(("/", "\\", "~")) or "://" in package or package[1:3] == ":\\":
+            f.fail(where, "must be a path relative to the task file", source)
+        package = contained_relpath(
+            package, where=where, root="the task file's folder",
+            error=lambda message: ConfigError("", message, source=source),
+        )
+        if posixpath.basename(package) != PACKAGE_MANIFEST:
+            f.fail(where, f"must name a package's {PACKAGE_MANIFEST}", source)
         return PackageAsset(package)
     raw = f.mapping(value, path, source, required=("primitive", "size_m"))
     primitive = f.text(raw["primitive"], f.key_path(path, "primitive"), source)

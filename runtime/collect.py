@@ -15,7 +15,7 @@ appends episode N's transaction while episode N+1 runs, in order. The writer is 
 before the environment is reported closed, before `RunFailed`, and wherever the collector
 needs the run's version, and an append error is raised (the same object) in this thread at
 the next submission or drain. A SIGKILL can therefore lose the last episode or two: their
-files may be on disk unlogged, which resume reports, ignores and re-runs.
+files may be on disk unlogged, which resume moves to quarantine and re-runs.
 
 The same code serves a first collection and a resumed one: the plan is read from the log,
 done episodes (commit-or-discard logged) are skipped, and the rest are run from their start.
@@ -34,7 +34,7 @@ from typing import Any
 
 import structlog
 
-from domain.errors import AssetcastError
+from domain.errors import AssetcastError, mark_recorded
 from domain.task import CheckSpec
 from runtime.collect_support.episode import EpisodeContext, run_episode
 from runtime.collect_support.ledger import LedgerWriter, Tag
@@ -46,9 +46,9 @@ from runtime.collect_support.plan import (
     read_plan,
 )
 from runtime.collect_support.recordings import (
+    quarantine_unlogged,
     session_recording_dir,
     to_log_path,
-    unlogged_recordings,
     verify_committed,
 )
 from runtime.files import write_json_atomic
@@ -92,7 +92,8 @@ class CollectionResult:
     """What the log says after this session; identical to `report.json`.
 
     ``unlogged_recordings`` lists trajectory files found on disk that the log never
-    recorded (written just before a crash); they were ignored and their episodes re-run.
+    recorded (written just before a crash); they were moved to ``quarantine/<session_id>/``
+    and their episodes re-run.
     """
 
     run_id: str
@@ -132,10 +133,13 @@ def report_path_of(plan: CollectionPlan) -> Path:
     return plan.output_dir / REPORT_NAME
 
 
-def write_report(store: Any, run_id: str, path: Path) -> dict[str, Any]:
-    """Write `report.json` from the log (the same projection `show --json` prints)."""
+def write_report(
+    store: Any, run_id: str, path: Path, fence: Any | None = None
+) -> dict[str, Any]:
+    """Write `report.json` from the log (the same projection `show --json` prints);
+    ``fence`` (the session) is checked right before it is published."""
     report = collection_report(store.read(run_id))
-    write_json_atomic(path, report)
+    write_json_atomic(path, report, fence=fence)
     return report
 
 
@@ -204,7 +208,8 @@ class _Collector:
         self.plan = plan
         self.run_id = plan.run_id
         self.writer = LedgerWriter(
-            store, plan.run_id, version, before_append=session.check, depth=LEDGER_PIPELINE_DEPTH
+            store, plan.run_id, version, before_append=session.raise_if_lost,
+            fence=session.lease, depth=LEDGER_PIPELINE_DEPTH,
         )
         self.initial_checks = initial_checks
         self.final_checks = final_checks
@@ -223,16 +228,22 @@ class _Collector:
 
     # ------------------------------------------------------------------ ledger
 
-    def append(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    def append(
+        self, events: Sequence[tuple[str, dict[str, Any]]],
+        on_durable: Callable[[], None] | None = None,
+    ) -> None:
         """Submit ``events`` (after any deferred ones) as one transaction to the writer.
 
         The append itself happens on the writer thread while the caller goes on; an earlier
         append's error is raised here (see :mod:`runtime.collect_support.ledger`).
+        ``on_durable`` runs once the transaction is committed.
         """
-        self.session.check()
+        self.session.raise_if_lost()
         ready = self.datasets.take_events() if self.datasets else []
         batch = [*self.deferred, *ready, *events]
-        self.writer.submit(batch, Tag(self.phase, self.batch_index, self.episode_index))
+        self.writer.submit(
+            batch, Tag(self.phase, self.batch_index, self.episode_index), on_durable
+        )
         self.deferred = []
 
     def append_now(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
@@ -375,6 +386,7 @@ class _Collector:
             manifest_roles=dict(deployment.manifest.get("roles", {})),
             output_dir=plan.output_dir,
             recording_dir=self.recording_dir,
+            fence=self.session,
         )
         bar.set_postfix(
             batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
@@ -397,10 +409,10 @@ class _Collector:
             if episode_index == todo[-1]:
                 # The batch's last episode and BatchFinished share one transaction.
                 events.append(self._batch_finished(batch.batch_index, extra=record))
-            # Queued: the writer appends it while the next episode runs.
-            self.append(events)
+            # Queued: the writer appends it while the next episode runs; the episode's log
+            # lines are emitted only once its events are durable.
+            self.append(events, self._episode_logger(batch.batch_index, episode_index, outcome))
             plan.record_done(batch.batch_index, episode_index, record)
-            self._log_episode(batch.batch_index, episode_index, outcome)
             bar.update(1)
             bar.set_postfix(
                 batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
@@ -460,7 +472,13 @@ class _Collector:
             {"batch_index": batch_index, "accepted": accepted, "attempted": attempted},
         )
 
+    def _episode_logger(
+        self, batch_index: int, episode_index: int, outcome: Any
+    ) -> Callable[[], None]:
+        return lambda: self._log_episode(batch_index, episode_index, outcome)
+
     def _log_episode(self, batch_index: int, episode_index: int, outcome: Any) -> None:
+        """The episode's log lines; run once its events are in the log (never before)."""
         judged = next(p for kind, p in outcome.events if kind == "EpisodeJudged")
         log.info(
             "episode_judged",
@@ -518,7 +536,7 @@ class _Collector:
     def fail(self, error: BaseException) -> None:
         """Close the environment, append `RunFailed`; attach any secondary failure as a note."""
         self._settle_writer(error)
-        can_append = not isinstance(error, SessionLost) and self.session._lost is None
+        can_append = not isinstance(error, SessionLost) and self.session.lost is None
         if self.env is not None:
             env, self.env = self.env, None
             close_error: BaseException | None = None
@@ -537,7 +555,8 @@ class _Collector:
         failed = run_failed_payload(
             self.phase, error, batch_index=self.batch_index, episode_index=self.episode_index
         )
-        self._append_secondary(error, [("RunFailed", failed)], "RunFailed")
+        if self._append_secondary(error, [("RunFailed", failed)], "RunFailed"):
+            mark_recorded(error, self.run_id)
         log.error(
             "collection_failed",
             run_id=self.run_id,
@@ -567,7 +586,8 @@ class _Collector:
 
     def _append_secondary(
         self, error: BaseException, events: list[tuple[str, dict[str, Any]]], what: str
-    ) -> None:
+    ) -> bool:
+        """Append ``events`` after ``error``; whether they were recorded (else a note)."""
         try:
             # The writer is settled; an interrupted append may or may not have committed:
             # re-read the version and continue from it.
@@ -583,6 +603,8 @@ class _Collector:
                 self.append_now(events)
         except BaseException as exc:
             error.add_note(f"Recording {what} also failed: {type(exc).__name__}: {exc}")
+            return False
+        return True
 
 
 def _require_registered(
@@ -636,12 +658,12 @@ def run_collection(
     committed = plan.committed()
     if not verified:
         verify_committed(run_id, plan.output_dir, committed)
-    unlogged = unlogged_recordings(run_id, plan.output_dir, committed)
+    unlogged = quarantine_unlogged(run_id, plan.output_dir, committed, session.session_id)
     live = None
     if datasets:
         from runtime.export.live import LiveDatasets
 
-        live = LiveDatasets(run_id, datasets, store)
+        live = LiveDatasets(run_id, datasets, store, before_publish=session.check)
     collector = _Collector(
         store,
         session,
@@ -659,8 +681,10 @@ def run_collection(
             collector.run()
         except BaseException as error:
             collector.fail(error)
+            if isinstance(error, SessionLost) or session.lost is not None:
+                raise  # the run is another session's now: its report is not ours to write
             try:
-                write_report(store, run_id, path)
+                write_report(store, run_id, path, session)
             except BaseException as report_error:
                 error.add_note(
                     f"Collection report also failed: {type(report_error).__name__}: "
@@ -671,7 +695,7 @@ def run_collection(
         collector.writer.close()
         if live is not None:
             live.close()
-    report = write_report(store, run_id, path)
+    report = write_report(store, run_id, path, session)
     return result_from_report(run_id, report, path, unlogged)
 
 

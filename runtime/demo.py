@@ -82,11 +82,13 @@ def run_demo(
     db: str | None = None,
     progress: bool = True,
     on_run_id: Callable[[str], None] | None = None,
+    on_db_url: Callable[[str], None] | None = None,
 ) -> DemoResult:
     """Write catalog and task, then prepare and collect one run (goal ``run``).
 
     ``on_run_id`` hears the run id before the first event is appended, so an interrupted demo
-    can still tell the user which run to resume.
+    can still tell the user which run to resume; ``on_db_url`` hears which store it uses, so
+    a failed demo can be checked for a recorded failure.
     """
     from runtime.assets.demo_catalog import write_demo_catalog
     from runtime.collect import collect
@@ -102,6 +104,8 @@ def run_demo(
     requirements = load_task(task_path).asset_requirements
     roles = sorted(requirements.roles) if requirements else []
     db_url = db or f"sqlite:///{directory / 'assetcast.db'}"
+    if on_db_url is not None:
+        on_db_url(db_url)
     output = directory / "run"
     log.info("demo_prepared_inputs", directory=str(directory), packages=len(packages), roles=roles)
 

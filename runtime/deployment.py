@@ -2,10 +2,11 @@
 
 A deployment is what collection (possibly on another machine, possibly after a crash) runs
 from, so it must not depend on the cache or on the source catalog: it carries a rewritten
-copy of the task, a full copy of each chosen snapshot and of every non-role package the task
-references, and ``manifest.json`` listing the SHA-256 of every other file. It is written in a
-temporary sibling directory and renamed into place, so ``batch_NNNN/`` either does not exist
-or is complete; ``validate_deployment`` proves that nothing was changed, added or removed since.
+copy of the task, a full copy of each chosen snapshot and of the verified snapshot of every
+non-role package the task references (that package and nothing else), and ``manifest.json``
+listing the SHA-256 of every other file. It is written in a temporary sibling directory
+and renamed into place, so ``batch_NNNN/`` either does not exist or is complete;
+``validate_deployment`` proves that nothing was changed, added or removed since.
 """
 
 from __future__ import annotations
@@ -14,19 +15,29 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from domain.assets import PreparationContext, PreparedAsset
 from domain.canonical import sha256_hex
 from domain.errors import AssetcastInputError, AssetValidationError, DeploymentInvalid
 from domain.matching import ResolvedAssetSet
 from domain.requirements import AssetRequirements
-from domain.task import PackageAsset, TaskSpec
-from runtime.files import file_sha256, fsync_directory, fsync_tree, report_text
+from domain.task import PACKAGE_MANIFEST, PackageAsset, TaskSpec
+from runtime.files import (
+    Fence,
+    file_sha256,
+    fsync_directory,
+    fsync_tree,
+    remove_dead_temps,
+    report_text,
+    temp_name,
+)
+from runtime.inputs.reading import read_inside
 from runtime.taskfile import dump_task, load_task
 
 log = structlog.get_logger(__name__)
@@ -35,6 +46,8 @@ MANIFEST_NAME = "manifest.json"
 TASK_NAME = "task.yaml"
 MANIFEST_SCHEMA_VERSION = 1
 TEMP_MARKER = ".partial-"
+ENTITY_SCRATCH = ".entity-cache"
+MAX_MANIFEST_BYTES = 64 << 20  # a digest per file of every package of one batch
 _MANIFEST_KEYS = frozenset(
     {"schema_version", "batch_index", "seed", "asset_set_id", "requirements_digest", "roles",
      "files"}
@@ -71,13 +84,12 @@ def temp_dirs_for(output_dir: Path) -> list[Path]:
     )
 
 
-def remove_temp_dirs(output_dir: Path) -> list[Path]:
-    """Delete every leftover temporary deployment directory; returns what was removed."""
-    removed = temp_dirs_for(Path(output_dir))
-    for path in removed:
-        shutil.rmtree(path)
-        log.info("deployment.temp_removed", path=str(path))
-    return removed
+def remove_temp_dirs(
+    output_dir: Path, is_dead: Callable[[str], bool] = lambda _owner: True
+) -> list[Path]:
+    """Delete the leftover temporary deployment folders whose writing session is provably
+    dead (``is_dead(session_id)``); returns what was removed."""
+    return remove_dead_temps(temp_dirs_for(Path(output_dir)), is_dead)
 
 
 def _walk_files(root: Path) -> dict[str, Path]:
@@ -113,15 +125,26 @@ def _copy_tree(source: Path, target: Path) -> None:
             shutil.copyfile(path, target / relative / name)
 
 
+def _entity_snapshots(spec: TaskSpec, task_path: Path, staging: Path) -> dict[str, PreparedAsset]:
+    """Non-role packages verified and snapshotted into a scratch cache inside ``staging``
+    (for callers that did not prepare them in the run's cache)."""
+    from runtime.assets.entity_packages import entity_package_dirs, prepare_entity_packages
+
+    packages = entity_package_dirs(spec, task_path)
+    if not packages:
+        return {}
+    return prepare_entity_packages(packages, PreparationContext(str(staging / ENTITY_SCRATCH)))
+
+
 def _rewrite_task(
     spec: TaskSpec,
-    task_dir: Path,
     requirements: AssetRequirements,
     role_packages: Mapping[str, str],
+    entity_assets: Mapping[str, PreparedAsset],
     staging: Path,
 ) -> TaskSpec:
-    """The task of the deployment: role assets point into ``assets/``, other packages are
-    copied under ``entities/<entity_id>/`` so nothing outside the folder is referenced."""
+    """The task of the deployment: role assets point into ``assets/``, other packages' verified
+    snapshots are copied under ``entities/<entity_id>/``: nothing outside is referenced."""
     entity_roles = {req.entity_id: role for role, req in requirements.roles.items()}
     entities = []
     for entity in spec.scene.entities:
@@ -129,14 +152,13 @@ def _rewrite_task(
         if entity.entity_id in entity_roles:
             asset = PackageAsset(role_packages[entity_roles[entity.entity_id]])
         elif isinstance(asset, PackageAsset):
-            catalog = (task_dir / asset.package).resolve()
-            if not catalog.is_file():
+            snapshot = entity_assets.get(entity.entity_id)
+            if snapshot is None:
                 raise AssetValidationError(
-                    f"{asset.package}: package of entity {entity.entity_id!r} not found"
-                    f" at {catalog}"
+                    f"{asset.package}: package of entity {entity.entity_id!r} was not prepared"
                 )
-            _copy_tree(catalog.parent, staging / "entities" / entity.entity_id)
-            asset = PackageAsset(f"entities/{entity.entity_id}/{catalog.name}")
+            _copy_tree(Path(snapshot.snapshot_dir), staging / "entities" / entity.entity_id)
+            asset = PackageAsset(f"entities/{entity.entity_id}/{PACKAGE_MANIFEST}")
         entities.append(replace(entity, asset=asset))
     return replace(spec, scene=replace(spec.scene, entities=tuple(entities)))
 
@@ -149,12 +171,18 @@ def materialize_deployment(
     output_dir: str | Path,
     batch_index: int,
     task_path: str | Path | None = None,
+    fence: Fence | None = None,
+    entity_assets: Mapping[str, PreparedAsset] | None = None,
 ) -> Deployment:
     """Write ``output_dir`` (``batch_NNNN``) atomically and return its sealed description.
 
     ``task`` is the task file or its parsed spec; with a spec, ``task_path`` locates the file so
-    that relative package paths of non-role entities can be resolved. An existing
-    ``output_dir`` is replaced: callers only materialize batches the log says are not done.
+    that relative package paths of non-role entities can be resolved. ``entity_assets`` are
+    those entities' prepared snapshots (entity id -> asset); without them they are prepared
+    here, in a scratch cache. An existing ``output_dir`` is replaced (moved aside, then
+    deleted): callers only materialize batches the log says are not done. ``fence`` (the
+    session) is checked right before the rename that publishes the folder and names the
+    temporary folders, so resume can tell whose they are.
     """
     if isinstance(task, TaskSpec):
         if task_path is None:
@@ -165,7 +193,8 @@ def materialize_deployment(
         spec = load_task(source)
     target = Path(output_dir).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.parent / f".{target.name}{TEMP_MARKER}{secrets.token_hex(4)}"
+    stem = temp_name(f".{target.name}{TEMP_MARKER}", fence)
+    staging = target.parent / f"{stem}{secrets.token_hex(4)}"
     staging.mkdir()
     try:
         roles: dict[str, dict[str, str]] = {}
@@ -187,7 +216,10 @@ def materialize_deployment(
                 "content_sha256": sha,
                 "package": package,
             }
-        deployed = _rewrite_task(spec, source.parent, requirements, role_packages, staging)
+        if entity_assets is None:
+            entity_assets = _entity_snapshots(spec, source, staging)
+        deployed = _rewrite_task(spec, requirements, role_packages, entity_assets, staging)
+        shutil.rmtree(staging / ENTITY_SCRATCH, ignore_errors=True)
         (staging / TASK_NAME).write_text(dump_task(deployed), encoding="utf-8")
         files = {rel: file_sha256(path) for rel, path in _walk_files(staging).items()}
         manifest = {
@@ -202,10 +234,14 @@ def materialize_deployment(
         manifest_bytes = report_text(manifest).encode("utf-8")
         (staging / MANIFEST_NAME).write_bytes(manifest_bytes)
         fsync_tree(staging)
+        if fence is not None:
+            fence.check()
+        aside = target.parent / f"{stem}old-{secrets.token_hex(4)}"
         if target.exists():
-            shutil.rmtree(target)
+            os.rename(target, aside)
         os.rename(staging, target)
         fsync_directory(target.parent)
+        shutil.rmtree(aside, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -217,7 +253,7 @@ def _load_manifest(path: Path, expected_sha256: str | None) -> tuple[dict[str, A
     manifest_path = path / MANIFEST_NAME
     if not manifest_path.is_file():
         raise DeploymentInvalid(f"{manifest_path}: manifest is missing")
-    raw = manifest_path.read_bytes()
+    raw = read_inside(path, MANIFEST_NAME, limit=MAX_MANIFEST_BYTES, error=DeploymentInvalid)
     digest = sha256_hex(raw)
     if expected_sha256 is not None and digest != expected_sha256:
         raise DeploymentInvalid(

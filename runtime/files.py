@@ -9,9 +9,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shutil
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+import structlog
+
+from domain.assets import PublishFence as Fence
+
+log = structlog.get_logger(__name__)
+
+# ``<session_id>.<token>-`` inside a temporary file or folder name: whose it is.
+_TEMP_OWNER = re.compile(r"(?P<session>[0-9a-f]{12})\.(?P<token>[0-9]+)-")
 
 
 def report_text(payload: Any) -> str:
@@ -56,16 +68,57 @@ def fsync_tree(root: Path, *, files: bool = True) -> None:
         fsync_directory(Path(directory))
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` so that ``path`` holds either the old or the whole new content."""
+def temp_name(stem: str, fence: Fence | None) -> str:
+    """A temporary name carrying its writer's ``<session_id>.<token>`` (when fenced)."""
+    return f"{stem}{fence.tag}-" if fence is not None else stem
+
+
+def temp_owner(name: str) -> str | None:
+    """The session id a temporary name carries, or None (an unowned or foreign name)."""
+    found = _TEMP_OWNER.search(name)
+    return found["session"] if found else None
+
+
+def remove_dead_temps(paths: Iterable[Path], is_dead: Callable[[str], bool]) -> list[Path]:
+    """Delete the temporary files/folders whose owning session is provably dead.
+
+    Never another live session's: a writer that stalled past its lease may still be filling
+    its folder, and deleting under it could let a partial folder be published. What cannot be
+    proven dead is kept and logged.
+    """
+    removed = []
+    for path in paths:
+        owner = temp_owner(path.name)
+        if owner is None or not is_dead(owner):
+            log.info("temp_kept", path=str(path), owner=owner, reason="owner may be alive")
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        log.info("temp_removed", path=str(path), owner=owner)
+        removed.append(path)
+    return removed
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, fence: Fence | None = None) -> None:
+    """Write ``data`` so that ``path`` holds either the old or the whole new content.
+
+    With ``fence``, its check runs right before the rename that publishes the file, so a
+    session that lost its lease leaves nothing under ``path``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, temporary = tempfile.mkstemp(
+        prefix=temp_name(f".{path.name}.", fence), suffix=".tmp", dir=path.parent
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if fence is not None:
+            fence.check()
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -73,5 +126,5 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     fsync_directory(path.parent)
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    write_bytes_atomic(Path(path), report_text(payload).encode("utf-8"))
+def write_json_atomic(path: Path, payload: Any, *, fence: Fence | None = None) -> None:
+    write_bytes_atomic(Path(path), report_text(payload).encode("utf-8"), fence=fence)

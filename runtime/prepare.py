@@ -19,7 +19,6 @@ a resumed one); the pieces they share live in ``runtime.preparation``.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,11 @@ from typing import Any
 import structlog
 
 from domain.assets import AssetProvider
-from domain.canonical import sha256_hex
 from domain.config import CollectionConfig
 from domain.errors import AssetcastInputError, UnknownRun
+from runtime.assets.entity_packages import check_entity_packages, entity_package_dirs
 from runtime.deployment import remove_temp_dirs
+from runtime.files import remove_dead_temps
 from runtime.preparation.batch_job import CACHE_NAME, PreparationJob
 from runtime.preparation.candidates import listing_query
 from runtime.preparation.errors import PreparationFailed, ProviderContractError
@@ -50,14 +50,10 @@ from runtime.preparation.session_outcome import (
     drive,
     record_failure,
 )
-from runtime.session import LEASE_TTL_S, new_session_id, session_identity
-from runtime.taskfile import load_task
+from runtime.session import Session, provably_dead, session_hosts
+from runtime.taskfile import load_task_with_digest
 
 log = structlog.get_logger(__name__)
-
-
-def _task_digest(task_path: Path) -> str:
-    return sha256_hex(task_path.read_bytes())
 
 
 def prepare(
@@ -69,7 +65,7 @@ def prepare(
     store: Any,
     goal: str = "prepare",
     run_id: str | None = None,
-    lease_ttl_s: float = LEASE_TTL_S,
+    lease_ttl_s: float | None = None,
 ) -> PreparationResult:
     """Create a run and prepare its deployments; returns them in batch order.
 
@@ -83,8 +79,10 @@ def prepare(
     if goal not in ("prepare", "run"):
         raise AssetcastInputError(f"goal: expected 'prepare' or 'run', got {goal!r}")
     source = Path(task_path).resolve()
-    spec = load_task(source)
+    spec, task_sha256 = load_task_with_digest(source)
     requirements = requirements_of(spec, source)
+    entity_packages = entity_package_dirs(spec, source)
+    check_entity_packages(entity_packages, cfg.mesh_limits)
     check_providers(providers_by_role, requirements)
     output = check_output_dir(output_dir)
     descriptions = describe_providers(providers_by_role)
@@ -96,27 +94,32 @@ def prepare(
     else:
         raise AssetcastInputError(f"run {run_id} already exists")
 
-    session_id = new_session_id()
     created = {
         "run_id": run_id,
         "goal": goal,
         "task_id": spec.task_id,
         "task_path": str(source),
-        "task_sha256": _task_digest(source),
+        "task_sha256": task_sha256,
         "config": cfg.to_dict(),
         "providers": descriptions,
         "output_dir": str(output),
         "tool_version": tool_version(),
     }
-    ledger = Ledger(store, run_id, 0, None)
-    ledger.emit("RunCreated", created)
-    log.info("prepare.start", run_id=run_id, output_dir=str(output))
+    # The lease comes first, so even RunCreated is fenced by it.
+    session = Session.open(store, run_id, ttl_s=lease_ttl_s)
+    ledger = Ledger(store, run_id, 0, session)
+    try:
+        ledger.emit("RunCreated", created)
+    except BaseException:
+        ledger.release()
+        raise
+    log.info("prepare.start", run_id=run_id, output_dir=str(output), lease_token=session.token)
     job = PreparationJob(
-        ledger, LoggedProgress(), spec, source, requirements, providers_by_role, cfg, output
+        ledger, LoggedProgress(), spec, source, requirements, providers_by_role, cfg, output,
+        entity_packages,
     )
     try:
-        ledger.lease = store.acquire_lease(run_id, owner=session_id, ttl_s=lease_ttl_s)
-        ledger.emit("PreparationStarted", session_identity(session_id))
+        ledger.emit("PreparationStarted", session.identity())
     except BaseException as error:
         record_failure(ledger, output, error)
         ledger.release()
@@ -124,15 +127,21 @@ def prepare(
     return drive(job)
 
 
-def _remove_cache_temp_dirs(cache: Path) -> None:
-    """Snapshots half-built by the killed session; the cache never reuses them, but they
-    would sit in the output directory forever."""
+def _remove_dead_temps(output: Path, events: list[Any], own: str) -> None:
+    """Temporary deployment and snapshot folders of sessions that provably died (never a
+    stalled session's: it may still be writing; if it wakes up, its fence stops it and it
+    removes its own folder)."""
     from runtime.assets.cache import TMP_PREFIX
 
+    hosts = session_hosts(events)
+
+    def is_dead(owner: str) -> bool:
+        return provably_dead(owner, hosts, own)
+
+    remove_temp_dirs(output, is_dead)
+    cache = output / CACHE_NAME
     if cache.is_dir():
-        for leftover in sorted(cache.glob(f"{TMP_PREFIX}*")):
-            shutil.rmtree(leftover, ignore_errors=True)
-            log.info("prepare.cache_temp_removed", path=str(leftover))
+        remove_dead_temps(sorted(cache.glob(f"{TMP_PREFIX}*")), is_dead)
 
 
 def _rebuild_providers(descriptions: Mapping[str, Any]) -> dict[str, AssetProvider]:
@@ -146,7 +155,7 @@ def resume_preparation(
     *,
     store: Any,
     providers_by_role: Mapping[str, AssetProvider] | None = None,
-    lease_ttl_s: float = LEASE_TTL_S,
+    lease_ttl_s: float | None = None,
 ) -> PreparationResult:
     """Finish the preparation of a run killed (or failed) while preparing.
 
@@ -164,36 +173,40 @@ def resume_preparation(
     source = Path(created["task_path"])
     if not source.is_file():
         raise AssetcastInputError(f"{source}: task file of run {run_id} no longer exists")
-    if _task_digest(source) != created["task_sha256"]:
+    spec, task_sha256 = load_task_with_digest(source)
+    if task_sha256 != created["task_sha256"]:
         raise AssetcastInputError(f"{source}: task file changed since run {run_id} was created")
-    spec = load_task(source)
     requirements = requirements_of(spec, source)
     cfg = CollectionConfig.from_dict(created["config"])
+    entity_packages = entity_package_dirs(spec, source)
+    check_entity_packages(entity_packages, cfg.mesh_limits)
     if providers_by_role is None:
         providers_by_role = _rebuild_providers(created["providers"])
     check_providers(providers_by_role, requirements)
     output = Path(created["output_dir"])
 
-    session_id = new_session_id()
-    lease = store.acquire_lease(run_id, owner=session_id, ttl_s=lease_ttl_s)
+    session = Session.open(store, run_id, ttl_s=lease_ttl_s)
     try:
         current = store.state(run_id)
-        ledger = Ledger(store, run_id, current.version, lease)
+        ledger = Ledger(store, run_id, current.version, session)
         ledger.emit(
             "RunResumed",
-            {**session_identity(session_id), "from_state": current.state, "to_state": PHASE},
+            {**session.identity(), "from_state": current.state, "to_state": PHASE},
         )
     except BaseException:
-        lease.release()
+        session.close()
         raise
-    log.info("prepare.resume", run_id=run_id, from_state=current.state)
-    progress = LoggedProgress.from_events(store.read(run_id))
+    log.info(
+        "prepare.resume", run_id=run_id, from_state=current.state, lease_token=session.token
+    )
+    events = store.read(run_id)
+    progress = LoggedProgress.from_events(events)
     job = PreparationJob(
-        ledger, progress, spec, source, requirements, providers_by_role, cfg, output
+        ledger, progress, spec, source, requirements, providers_by_role, cfg, output,
+        entity_packages,
     )
     try:
-        remove_temp_dirs(output)
-        _remove_cache_temp_dirs(output / CACHE_NAME)
+        _remove_dead_temps(output, events, session.session_id)
     except BaseException as error:
         record_failure(ledger, output, error)
         ledger.release()

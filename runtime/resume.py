@@ -107,6 +107,7 @@ def _resume_under_lease(
                 )
             ],
             expected_version=state.version,
+            fence=session.lease,
         )
     log.info(
         "run_resumed",

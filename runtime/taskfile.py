@@ -1,10 +1,13 @@
 """Reading and writing ``task.yaml`` files.
 
 Task files come from users and from other people's repositories, so reading is defensive: the
-file is capped at 1 MiB, parsed with the safe loader, and YAML anchors/aliases are refused
-outright (a few lines of nested aliases can expand to gigabytes — the "billion laughs"
-attack). Duplicate mapping keys are refused too, since YAML would silently keep the last one.
-Every failure is a one-line ``ConfigError`` naming the file (and the line, when YAML knows it).
+file must be a regular file (never a FIFO or a device: ``runtime.inputs.reading``) of at most
+1 MiB, parsed with the safe loader, and YAML anchors/aliases are refused outright (a few lines
+of nested aliases can expand to gigabytes — the "billion laughs" attack). Nesting is bounded
+(``MAX_TASK_DEPTH``): the composer recurses per level, and 500 levels in 1 KB would otherwise
+end in a ``RecursionError``. Duplicate mapping keys are refused too, since YAML would silently
+keep the last one. Every failure is a one-line ``ConfigError`` naming the file (and the line,
+when YAML knows it).
 """
 
 from __future__ import annotations
@@ -15,16 +18,22 @@ from typing import Any
 import structlog
 import yaml
 
+from domain.canonical import sha256_hex
 from domain.errors import ConfigError
 from domain.task import TaskSpec, parse_task, task_to_dict
+from runtime.inputs.reading import read_bounded
 
 log = structlog.get_logger(__name__)
 
 MAX_TASK_BYTES = 1024 * 1024
+#: Far deeper than any task needs (about 6 levels), far shallower than Python's stack.
+MAX_TASK_DEPTH = 32
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """Safe loader without anchors, aliases or duplicate keys."""
+    """Safe loader without anchors, aliases, duplicate keys or deep nesting."""
+
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
@@ -33,7 +42,16 @@ class _StrictLoader(yaml.SafeLoader):
                 problem="YAML anchors and aliases are not allowed in task files",
                 problem_mark=event.start_mark,
             )
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_TASK_DEPTH:
+            raise yaml.MarkedYAMLError(
+                problem=f"nested more than {MAX_TASK_DEPTH} levels deep",
+                problem_mark=event.start_mark,
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Any] = set()
@@ -61,20 +79,17 @@ def _yaml_error(error: yaml.YAMLError, source: str) -> ConfigError:
     )
 
 
-def read_task_mapping(path: str | Path) -> Any:
-    """The YAML value of a task file, read under the size cap with the strict loader."""
-    source = str(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TASK_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError("", "task file not found", source=source) from None
-    except IsADirectoryError:
-        raise ConfigError("", "task file is a directory", source=source) from None
-    except OSError as error:
-        raise ConfigError("", f"cannot read task file: {error.strerror}", source=source) from None
-    if len(data) > MAX_TASK_BYTES:
-        raise ConfigError("", f"task file is larger than {MAX_TASK_BYTES} bytes", source=source)
+def read_task_bytes(path: str | Path) -> bytes:
+    """The bytes of a task file: a regular file (a symlink the user typed is followed) of at
+    most ``MAX_TASK_BYTES``. Read once: what is parsed is what ``task_sha256`` digests."""
+    return read_bounded(
+        path, limit=MAX_TASK_BYTES, what="task file", follow_symlinks=True,
+        error=lambda message: ConfigError("", message),
+    )
+
+
+def parse_task_bytes(data: bytes, source: str) -> Any:
+    """The YAML value of task file bytes, read with the strict loader."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -85,13 +100,26 @@ def read_task_mapping(path: str | Path) -> Any:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
     except yaml.YAMLError as error:
         raise _yaml_error(error, source) from None
+    except RecursionError:  # a belt to the depth bound's braces (flow collections)
+        raise ConfigError("", "invalid YAML: nested too deeply", source=source) from None
+
+
+def read_task_mapping(path: str | Path) -> Any:
+    """The YAML value of a task file, read under the size cap with the strict loader."""
+    return parse_task_bytes(read_task_bytes(path), str(path))
+
+
+def load_task_with_digest(path: str | Path) -> tuple[TaskSpec, str]:
+    """The validated task and the SHA-256 of exactly the bytes that were parsed."""
+    data = read_task_bytes(path)
+    spec = parse_task(parse_task_bytes(data, str(path)), source=str(path))
+    log.debug("task_loaded", path=str(path), task_id=spec.task_id)
+    return spec, sha256_hex(data)
 
 
 def load_task(path: str | Path) -> TaskSpec:
     """Read and validate a task file; every failure is a ``ConfigError`` naming the file."""
-    spec = parse_task(read_task_mapping(path), source=str(path))
-    log.debug("task_loaded", path=str(path), task_id=spec.task_id)
-    return spec
+    return load_task_with_digest(path)[0]
 
 
 def dump_task(spec: TaskSpec) -> str:

@@ -1,9 +1,13 @@
-"""Check that the files on disk still match what the ledger says was written.
+"""Check that the log is sound and that the files on disk still match what it says.
 
-The log records the SHA-256 and size of every committed trajectory and the manifest digest
-of every deployment. ``verify`` re-hashes each of them, so a truncated, edited or deleted
-file is found before anyone trains on it. Problems are collected, not raised: the point is
-a complete list of what is wrong.
+The log itself is checked first: it must fold legally (the same machine the store uses),
+and every `TrajectoryCommitted` must name its own episode's file (``bNNNN_eNNNN.pt`` in the
+recording folder of the session that committed it) and a file no other receipt names -- so
+a forged or mistaken receipt pointing at another episode's trajectory is a problem, and no
+file is ever counted twice. Then every committed trajectory (SHA-256 and size) and every
+deployment (manifest digest) is re-hashed, so a truncated, edited or deleted file is found
+before anyone trains on it. Problems are collected, not raised: the point is a complete
+list of what is wrong.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from typing import Any
 import structlog
 
 from domain.errors import AssetcastError
+from domain.state import Folder
+from runtime.collect_support.recordings import episode_file_name
 from runtime.files import file_sha256
 from store.projections.audit import EventLike
 
 log = structlog.get_logger(__name__)
-
 
 
 @dataclass
@@ -52,6 +57,59 @@ def _committed(events: Sequence[EventLike]) -> dict[tuple[int, int], Mapping[str
             p = event.payload
             receipts[(int(p["batch_index"]), int(p["episode_index"]))] = p
     return receipts
+
+
+def _fold_problems(run_id: str, events: Sequence[EventLike]) -> list[str]:
+    """The log must replay through the run's state machine, as the store replays it."""
+    folder = Folder(str(getattr(events[0], "run_id", run_id)) if events else run_id)
+    for event in events:
+        try:
+            folder.apply(event.seq, event.type, dict(event.payload))
+        except Exception as error:  # noqa: BLE001 - any refusal is the finding
+            return [f"log: seq {event.seq} {event.type} does not fold: {error}"]
+    return []
+
+
+def _receipt_problems(
+    events: Sequence[EventLike], output_dir: str | None
+) -> tuple[list[str], dict[Path, Mapping[str, Any]]]:
+    """Each receipt names its own episode's file, in its session's folder, and no other
+    receipt's file. Returns the problems and the distinct files to re-hash (first receipt
+    naming each)."""
+    problems: list[str] = []
+    files: dict[Path, Mapping[str, Any]] = {}
+    recording_dir: str | None = None
+    for event in events:
+        payload = event.payload
+        if event.type == "CollectionStarted":
+            recording_dir = payload.get("recording_dir")
+            continue
+        if event.type != "TrajectoryCommitted":
+            continue
+        b, j = int(payload["batch_index"]), int(payload["episode_index"])
+        where = f"batch {b} episode {j}"
+        logged = str(payload["path"])
+        expected = episode_file_name(b, j)
+        if Path(logged).name != expected:
+            problems.append(
+                f"{where}: committed path {logged} is not this episode's file ({expected})"
+            )
+        elif recording_dir is None or Path(logged).parent != Path(recording_dir):
+            problems.append(
+                f"{where}: committed path {logged} is outside the recording folder "
+                f"{recording_dir} of the session that committed it"
+            )
+        path = resolve_recorded_path(logged, output_dir)
+        key = Path(path).resolve()
+        first = files.get(key)
+        if first is not None:
+            problems.append(
+                f"{where}: committed path {logged} is already the trajectory of batch "
+                f"{first['batch_index']} episode {first['episode_index']}"
+            )
+            continue
+        files[key] = payload
+    return problems, files
 
 
 def _check_trajectory(receipt: Mapping[str, Any], output_dir: str | None) -> str | None:
@@ -107,10 +165,11 @@ def verify_events(
     *,
     validate_deployment: Callable[..., Any] | None = None,
 ) -> VerifyResult:
-    """Check every committed trajectory and every deployment named in ``events``."""
+    """Check the log itself, then every committed trajectory and deployment it names."""
     if validate_deployment is None:
         from runtime.deployment import validate_deployment
     result = VerifyResult(run_id=run_id)
+    result.problems.extend(_fold_problems(run_id, events))
     created = next((e.payload for e in events if e.type == "RunCreated"), {})
     output_dir = created.get("output_dir")
     resolved = {
@@ -128,7 +187,12 @@ def verify_events(
                 materialized[index], resolved.get(index), output_dir, validate_deployment
             )
         )
+    receipt_problems, files = _receipt_problems(events, output_dir)
+    result.problems.extend(receipt_problems)
+    counted = {id(receipt) for receipt in files.values()}
     for _key, receipt in sorted(_committed(events).items()):
+        if id(receipt) not in counted:
+            continue  # its file is another receipt's; reported above, never counted twice
         result.trajectories_checked += 1
         problem = _check_trajectory(receipt, output_dir)
         if problem:

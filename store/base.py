@@ -36,12 +36,18 @@ def _stored_payload(
     """Parse and validate one stored payload: a log written by other means is refused,
     never misread, whether it is folded or read."""
     try:
-        payload = json.loads(text)
-    except ValueError as exc:
-        raise EventSchemaError(
-            f"run {run_id!r} seq {seq} {event_type}: payload is not valid JSON: {exc}"
-        ) from exc
-    validate_payload(event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq)
+        try:
+            payload = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise EventSchemaError(
+                f"run {run_id!r} seq {seq} {event_type}: payload is not valid JSON: {exc}"
+            ) from exc
+        validate_payload(
+            event_type, payload, schema_version=schema_version, run_id=run_id, seq=seq
+        )
+    except EventSchemaError as error:
+        error.run_id, error.seq = run_id, seq
+        raise
     return payload
 
 
@@ -76,8 +82,10 @@ class StoreCore:
 
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState,
+        state: RunState, fence: Lease | None = None,
     ) -> None:
+        """Write atomically; with ``fence``, in the same transaction as a check that the
+        lease row still carries ``fence``'s token (``LeaseLost`` and nothing written if not)."""
         raise NotImplementedError
 
     def list_runs(self) -> list[RunSummary]:
@@ -154,12 +162,15 @@ class StoreCore:
         return prepared
 
     def append(
-        self, run_id: str, events: Sequence[NewEvent], *, expected_version: int
+        self, run_id: str, events: Sequence[NewEvent], *, expected_version: int,
+        fence: Lease | None = None,
     ) -> int:
         """Append ``events`` atomically after ``expected_version``; return the new version.
 
         ``expected_version=0`` creates the run. A stale version raises ConcurrencyError
-        and an illegal event IllegalTransition; either way nothing is written.
+        and an illegal event IllegalTransition; either way nothing is written. With
+        ``fence`` (the session's lease) the append is refused with ``LeaseLost`` unless that
+        lease still holds the run, checked in the same transaction as the write.
         """
         if not events:
             raise ValueError("append needs at least one event")
@@ -183,7 +194,7 @@ class StoreCore:
             try:
                 for event in prepared:
                     folder.apply(event.seq, event.type, event.payload)
-                self._write(run_id, prepared, expected_version, folder.state)
+                self._write(run_id, prepared, expected_version, folder.state, fence)
             except BaseException:
                 self._folds.pop(run_id, None)
                 raise
@@ -211,7 +222,7 @@ class StoreCore:
             try:
                 self.append(
                     lease.run_id, [NewEvent("LeaseTakenOver", payload)],
-                    expected_version=state.version,
+                    expected_version=state.version, fence=lease,
                 )
                 return
             except ConcurrencyError:

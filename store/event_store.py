@@ -13,7 +13,8 @@ serialization failure, which is mapped to the same ConcurrencyError.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -24,10 +25,24 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from domain.errors import ConcurrencyError, LeaseHeld
 from domain.events import SCHEMA_VERSION
 from domain.state import RunState
-from store.admin import ensure_schema
+from store.admin import (
+    check_readable,
+    check_writable_store,
+    create_sqlite_store,
+    ensure_schema,
+)
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
 from store.engine import is_write_conflict, make_engine, safe_url
-from store.leases import Lease, held_message, is_live, lease_lost, new_expiry, this_host
+from store.errors import DatabaseLocked
+from store.leases import (
+    Lease,
+    fenced_by,
+    held_message,
+    is_live,
+    lease_lost,
+    new_expiry,
+    this_host,
+)
 from store.records import LeaseInfo, RunSummary, as_utc, utcnow
 from store.statements import DriverStatement
 from store.tables import events_table, leases_table, runs_table
@@ -75,18 +90,57 @@ class _Statements:
         )
         if not plain:
             self.select_events.fast = self.select_fold.fast = False
+        # The fence: a no-op UPDATE of our own lease row. Being an UPDATE, it waits on a
+        # concurrent takeover's row lock (PostgreSQL) and then re-checks the token.
+        self.fence = DriverStatement(
+            leases_table.update()
+            .where(
+                _L.run_id == sa.bindparam("f_run_id"), _L.owner == sa.bindparam("f_owner"),
+                _L.token == sa.bindparam("f_token"), _L.expires_at > _L.heartbeat_at,
+            )
+            .values(token=_L.token),
+            dialect,
+        )
         self.recorded_at = _E.recorded_at.type.dialect_impl(dialect).result_processor(
             dialect, None
         ) or (lambda value: value)
 
 
 class EventStore(StoreCore):
-    """Event store over SQLAlchemy; opening it upgrades the schema to head."""
+    """Event store over SQLAlchemy; opening it upgrades the schema to head.
 
-    def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
+    ``read_only=True`` opens an existing store without writing anything (no migration,
+    no journal-mode switch, every write refused), so an archived store on a read-only
+    filesystem can be inspected; a store that is not at head is then refused with
+    SchemaOutdated rather than migrated. ``must_exist`` refuses a missing SQLite file
+    instead of creating it. Failures to open are :mod:`store.errors` classes.
+    """
+
+    def __init__(
+        self, url: str | None = None, *, engine: Engine | None = None, read_only: bool = False,
+        must_exist: bool = False,
+    ) -> None:
         super().__init__()
-        self.engine = engine or make_engine(url)
-        ensure_schema(self.engine)
+        self.read_only = read_only
+        if must_exist and not read_only and engine is None:
+            # Look before the writer connects: connecting switches the file to WAL, which
+            # must not happen to a database that is then refused.
+            probe = make_engine(url, read_only=True)
+            try:
+                check_writable_store(probe)
+            finally:
+                probe.dispose()
+        elif engine is None and not read_only:
+            create_sqlite_store(url)
+        self.engine = engine or make_engine(url, read_only=read_only, must_exist=must_exist)
+        try:
+            if read_only:
+                check_readable(self.engine)
+            else:
+                ensure_schema(self.engine, create=not must_exist)
+        except BaseException:
+            self.engine.dispose()
+            raise
         self._sql = _Statements(self.engine.dialect)
         # Writers take the lock at BEGIN (SQLite); options bound once, same pool.
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
@@ -109,6 +163,24 @@ class EventStore(StoreCore):
 
     def _write_conn(self) -> Connection:
         return self._writer.connect()
+
+    @contextmanager
+    def _naming_holder(self, run_id: str) -> Iterator[None]:
+        """A lock timeout names the session holding the run, when its lease says who.
+
+        Reading the lease works while another process holds the write lock (WAL), so
+        the message can say which session to wait for or stop."""
+        try:
+            yield
+        except DatabaseLocked as error:
+            try:
+                holder = self.lease_info(run_id)
+            except Exception as secondary:  # noqa: BLE001 - the lock error is the story
+                error.add_note(f"reading the lease failed: {secondary}")
+                raise error from error.__cause__
+            if holder is None:
+                raise
+            raise error.held_by(held_message(holder)) from error.__cause__
 
     # -- reading ----------------------------------------------------------------------
     def _read_rows(self, run_id: str, after_seq: int) -> list[ReadRow]:
@@ -157,10 +229,12 @@ class EventStore(StoreCore):
     # -- writing ----------------------------------------------------------------------
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState,
+        state: RunState, fence: Lease | None = None,
     ) -> None:
         try:
-            with self._write_conn() as conn, conn.begin():
+            with self._naming_holder(run_id), self._write_conn() as conn, conn.begin():
+                if fence is not None:
+                    self._check_fence(conn, fence)
                 self._write_in(conn, run_id, prepared, expected_version, state)
         except DBAPIError as exc:
             if not is_write_conflict(exc):
@@ -215,15 +289,26 @@ class EventStore(StoreCore):
                 f"run {run_id!r}: seq {prepared[0].seq} already exists"
             ) from exc
 
+    def _check_fence(self, conn: Connection, lease: Lease) -> None:
+        """Inside the caller's transaction: our lease row still carries our token."""
+        result = self._sql.fence.execute(
+            conn, {"f_run_id": lease.run_id, "f_owner": lease.owner, "f_token": lease.token}
+        )
+        if result.rowcount != 1:
+            raise lease_lost(lease, self._lease_row(conn, lease.run_id))
+
     # -- leases -----------------------------------------------------------------------
     def lease_info(self, run_id: str) -> LeaseInfo | None:
+        """The run's current holder, or None if nobody holds it (never held, or released)."""
         with self.engine.connect() as conn:
-            return self._lease_row(conn, run_id)
+            row = self._lease_row(conn, run_id)
+        return None if row is None or row.released else row
 
     @staticmethod
     def _lease_row(conn: Connection, run_id: str, lock: bool = False) -> LeaseInfo | None:
         query = sa.select(
-            _L.run_id, _L.owner, _L.pid, _L.host, _L.acquired_at, _L.heartbeat_at, _L.expires_at
+            _L.run_id, _L.owner, _L.pid, _L.host, _L.acquired_at, _L.heartbeat_at, _L.expires_at,
+            _L.token,
         ).where(_L.run_id == run_id)
         if lock:
             query = query.with_for_update()
@@ -231,14 +316,22 @@ class EventStore(StoreCore):
         if row is None:
             return None
         return LeaseInfo(
-            row[0], row[1], row[2], row[3], as_utc(row[4]), as_utc(row[5]), as_utc(row[6])
+            row[0], row[1], row[2], row[3], as_utc(row[4]), as_utc(row[5]), as_utc(row[6]),
+            int(row[7]),
         )
+
+    def _check_lease(self, lease: Lease) -> None:
+        with self.engine.connect() as conn:
+            row = self._lease_row(conn, lease.run_id)
+        if not fenced_by(lease, row):
+            raise lease_lost(lease, row)
 
     def acquire_lease(self, run_id: str, *, owner: str, ttl_s: float = 30.0) -> Lease:
         """Take the run's lease or raise LeaseHeld naming the live holder.
 
         An expired lease, or one on this host whose process is dead, is taken over and
-        the takeover is appended to the run's log as ``LeaseTakenOver``.
+        the takeover is appended to the run's log as ``LeaseTakenOver``. Every acquisition
+        increments the row's fencing token, which fences out every earlier holder.
         """
         pid, host = os.getpid(), this_host()
         for _attempt in range(3):
@@ -249,13 +342,14 @@ class EventStore(StoreCore):
                 "heartbeat_at": now, "expires_at": expires,
             }
             try:
-                with self._write_conn() as conn, conn.begin():
+                with self._naming_holder(run_id), self._write_conn() as conn, conn.begin():
                     current, mine = self._claim_lease(conn, run_id, values, now)
             except IntegrityError:
                 continue  # another session inserted first; look again
+            foreign = current is not None and not mine and not current.released
             lease = Lease(
                 self, run_id, owner, pid, host, ttl_s, expires,
-                taken_over=None if current is None or mine else current,
+                taken_over=current if foreign else None, token=values["token"],
             )
             self._append_takeover(lease)
             return lease
@@ -272,16 +366,24 @@ class EventStore(StoreCore):
         dialects without insert-if-absent a lost insert race raises IntegrityError,
         which the caller retries.
         """
+        values["token"] = 1
         if _insert_lease_if_absent(conn, run_id, values):
             return None, False
         current = self._lease_row(conn, run_id, lock=True)
-        if current is None:  # absent and insert-if-absent unsupported (or just released)
+        if current is None:  # absent and insert-if-absent unsupported
             conn.execute(leases_table.insert().values(run_id=run_id, **values))
             return None, False
         mine = current.held_by(values["owner"], values["pid"], values["host"])
-        if not mine and is_live(current, now, values["host"]):
+        if not mine and not current.released and is_live(current, now, values["host"]):
             raise LeaseHeld(held_message(current))
-        conn.execute(leases_table.update().where(_L.run_id == run_id).values(**values))
+        values["token"] = current.token + 1
+        result = conn.execute(
+            leases_table.update()
+            .where(_L.run_id == run_id, _L.token == current.token)
+            .values(**values)
+        )
+        if result.rowcount != 1:  # a concurrent takeover moved the token first
+            raise LeaseHeld(f"run {run_id!r}: lease contended, try again")
         return current, mine
 
     def _renew_lease(self, lease: Lease) -> datetime:
@@ -290,10 +392,7 @@ class EventStore(StoreCore):
         with self._write_conn() as conn, conn.begin():
             result = conn.execute(
                 leases_table.update()
-                .where(
-                    _L.run_id == lease.run_id, _L.owner == lease.owner, _L.pid == lease.pid,
-                    _L.host == lease.host,
-                )
+                .where(*_holder(lease))
                 .values(heartbeat_at=now, expires_at=expires)
             )
             if result.rowcount != 1:
@@ -301,13 +400,22 @@ class EventStore(StoreCore):
         return expires
 
     def _release_lease(self, lease: Lease) -> None:
+        """Mark the row released (the token stays for the next holder)."""
+        now = utcnow()
         with self._write_conn() as conn, conn.begin():
             conn.execute(
-                leases_table.delete().where(
-                    _L.run_id == lease.run_id, _L.owner == lease.owner, _L.pid == lease.pid,
-                    _L.host == lease.host,
+                leases_table.update().where(*_holder(lease)).values(
+                    heartbeat_at=now, expires_at=now
                 )
             )
+
+
+def _holder(lease: Lease) -> tuple:
+    """WHERE clauses matching ``lease``'s row while it is held by it (same token)."""
+    return (
+        _L.run_id == lease.run_id, _L.owner == lease.owner, _L.token == lease.token,
+        _L.expires_at > _L.heartbeat_at,
+    )
 
 
 def _insert_lease_if_absent(conn: Connection, run_id: str, values: dict) -> bool:
@@ -325,4 +433,6 @@ def _insert_lease_if_absent(conn: Connection, run_id: str, values: dict) -> bool
         stmt = sqlite.insert(leases_table).on_conflict_do_nothing(index_elements=[_L.run_id])
     else:
         return False
-    return conn.execute(stmt.values(run_id=run_id, **values)).rowcount == 1
+    # RETURNING, not rowcount: psycopg reports no reliable rowcount for ON CONFLICT DO NOTHING.
+    inserted = conn.execute(stmt.values(run_id=run_id, **values).returning(_L.run_id)).first()
+    return inserted is not None

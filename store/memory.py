@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from domain.errors import ConcurrencyError, LeaseHeld
 from domain.events import SCHEMA_VERSION
 from domain.state import RunState
 from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
-from store.leases import Lease, held_message, is_live, lease_lost, new_expiry, this_host
+from store.leases import (
+    Lease,
+    fenced_by,
+    held_message,
+    is_live,
+    lease_lost,
+    new_expiry,
+    this_host,
+)
 from store.records import LeaseInfo, RunSummary, utcnow
 
 
@@ -62,8 +71,10 @@ class InMemoryEventStore(StoreCore):
 
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState,
+        state: RunState, fence: Lease | None = None,
     ) -> None:
+        if fence is not None:  # under self._lock, like the rest of the write
+            self._check_lease(fence)
         now = utcnow()
         run = self._runs.get(run_id)
         if expected_version == 0:
@@ -100,7 +111,9 @@ class InMemoryEventStore(StoreCore):
 
     # -- leases -----------------------------------------------------------------------
     def lease_info(self, run_id: str) -> LeaseInfo | None:
-        return self._leases.get(run_id)
+        """The run's current holder, or None if nobody holds it (never held, or released)."""
+        current = self._leases.get(run_id)
+        return None if current is None or current.released else current
 
     def acquire_lease(self, run_id: str, *, owner: str, ttl_s: float = 30.0) -> Lease:
         pid, host = os.getpid(), this_host()
@@ -109,31 +122,37 @@ class InMemoryEventStore(StoreCore):
         with self._lock:
             current = self._leases.get(run_id)
             mine = current is not None and current.held_by(owner, pid, host)
-            if current is not None and not mine and is_live(current, now, host):
+            foreign = current is not None and not mine and not current.released
+            if foreign and is_live(current, now, host):
                 raise LeaseHeld(held_message(current))
-            self._leases[run_id] = LeaseInfo(run_id, owner, pid, host, now, now, expires)
+            token = 1 if current is None else current.token + 1
+            self._leases[run_id] = LeaseInfo(run_id, owner, pid, host, now, now, expires, token)
         lease = Lease(
             self, run_id, owner, pid, host, ttl_s, expires,
-            taken_over=None if current is None or mine else current,
+            taken_over=current if foreign else None, token=token,
         )
         self._append_takeover(lease)
         return lease
+
+    def _check_lease(self, lease: Lease) -> None:
+        with self._lock:
+            current = self._leases.get(lease.run_id)
+            if not fenced_by(lease, current):
+                raise lease_lost(lease, current)
 
     def _renew_lease(self, lease: Lease) -> datetime:
         now = utcnow()
         expires = new_expiry(now, lease.ttl_s)
         with self._lock:
-            current = self._leases.get(lease.run_id)
-            if current is None or not current.held_by(lease.owner, lease.pid, lease.host):
-                raise lease_lost(lease, current)
-            self._leases[lease.run_id] = LeaseInfo(
-                current.run_id, current.owner, current.pid, current.host, current.acquired_at,
-                now, expires,
-            )
+            self._check_lease(lease)
+            current = self._leases[lease.run_id]
+            self._leases[lease.run_id] = replace(current, heartbeat_at=now, expires_at=expires)
         return expires
 
     def _release_lease(self, lease: Lease) -> None:
+        now = utcnow()
         with self._lock:
             current = self._leases.get(lease.run_id)
-            if current is not None and current.held_by(lease.owner, lease.pid, lease.host):
-                del self._leases[lease.run_id]
+            if fenced_by(lease, current):
+                assert current is not None
+                self._leases[lease.run_id] = replace(current, heartbeat_at=now, expires_at=now)

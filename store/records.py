@@ -52,7 +52,11 @@ class RunSummary:
 
 @dataclass(frozen=True, slots=True)
 class LeaseInfo:
-    """A lease row as stored: who holds the run and until when."""
+    """A lease row as stored: who holds the run, until when, and its fencing ``token``.
+
+    A released lease keeps its row with ``expires_at == heartbeat_at`` (a held one always
+    expires after its last heartbeat), so the token survives for the next holder.
+    """
 
     run_id: str
     owner: str
@@ -61,6 +65,11 @@ class LeaseInfo:
     acquired_at: datetime
     heartbeat_at: datetime
     expires_at: datetime
+    token: int = 0
+
+    @property
+    def released(self) -> bool:
+        return self.expires_at <= self.heartbeat_at
 
     def describe(self) -> str:
         return f"owner {self.owner!r} (pid {self.pid} on host {self.host!r})"

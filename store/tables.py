@@ -53,7 +53,12 @@ class EventRow(SQLModel, table=True):
 
 
 class LeaseRow(SQLModel, table=True):
-    """The single live session allowed to drive a run."""
+    """The single live session allowed to drive a run.
+
+    ``token`` is the fencing token: every acquisition increments it, and every durable effect
+    of a session checks it, so a holder that was taken over can no longer write. A released
+    lease keeps its row (``expires_at == heartbeat_at``) so the token never goes back.
+    """
 
     __tablename__ = "leases"
 
@@ -68,6 +73,9 @@ class LeaseRow(SQLModel, table=True):
         sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False)
     )
     expires_at: datetime = Field(sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False))
+    token: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
 
 
 runs_table: sa.Table = RunRow.__table__  # type: ignore[attr-defined]

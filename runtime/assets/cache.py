@@ -7,6 +7,12 @@ derived from it, and only a fully verified folder is renamed to
 ``<cache>/<content_sha256>``. A crash leaves at most a ``.tmp-*`` folder, never a
 half-written snapshot under a digest name.
 
+Publishing is fenced: right before the rename the temporary folder is verified again
+against the digests it will be published under (so a folder someone else emptied or
+altered is never published) and the session's lease is checked (so a session that was
+taken over publishes nothing). Temporary folders carry their session's
+``<session_id>.<token>``, so resume deletes only those of provably dead sessions.
+
 An existing snapshot with the same digest is re-verified and reused. If it fails
 verification it is *not* replaced or deleted: it is evidence of tampering or
 corruption, and the error says so; a person must remove it.
@@ -25,16 +31,11 @@ import structlog
 from domain.assets import AssetDescriptor, PreparationContext, PreparedAsset
 from domain.canonical import sha256_hex
 from domain.errors import AssetValidationError
+from domain.limits import MeshLimits
 from runtime.assets.collision import convex_pieces
 from runtime.assets.mesh_writers import obj_bytes
 from runtime.assets.meshes import load_mesh
-from runtime.assets.package import (
-    MANIFEST_NAME,
-    PackageManifest,
-    list_package_files,
-    parse_manifest,
-)
-from runtime.assets.references import check_references
+from runtime.assets.package import PackageManifest, read_package
 from runtime.assets.snapshot import (
     COLLISION_DIR,
     content_digest,
@@ -42,7 +43,7 @@ from runtime.assets.snapshot import (
     snapshot_bytes,
     verify_prepared_asset,
 )
-from runtime.files import fsync_directory, fsync_tree
+from runtime.files import fsync_directory, fsync_tree, temp_name
 
 log = structlog.get_logger(__name__)
 
@@ -93,26 +94,26 @@ def _build(
     candidate_id: str,
     locator: str,
     final: Path,
+    limits: MeshLimits,
 ) -> PreparedAsset:
+    # References and header sizes were checked by read_package; the loader runs on the copy.
     for rel, payload in data.items():
         _write_file(tmp / rel, payload)
-    entries = [manifest.visual_path]
-    if manifest.collision_path:
-        entries.append(manifest.collision_path)
-    for entry in entries:
-        try:
-            check_references(entry, data)
-        except AssetValidationError as exc:
-            raise AssetValidationError(f"{package_dir}/{exc}") from exc
-    visual = load_mesh(tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path))
+    visual = load_mesh(
+        tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path), limits=limits
+    )
     _check_bounds(manifest.descriptor, visual.bounds, str(package_dir / manifest.visual_path))
     collision = visual
     # Paths are normalized by parse_manifest, so equal strings are the same file.
     if manifest.collision_path and manifest.collision_path != manifest.visual_path:
         collision = load_mesh(
-            tmp / manifest.collision_path, label=str(package_dir / manifest.collision_path)
+            tmp / manifest.collision_path,
+            label=str(package_dir / manifest.collision_path),
+            limits=limits,
         )
-    pieces, method = convex_pieces(collision, manifest.descriptor)
+    pieces, method = convex_pieces(
+        collision, manifest.descriptor, max_pieces=limits.max_collision_pieces
+    )
     derived: dict[str, str] = {}
     names = []
     for index, piece in enumerate(pieces):
@@ -141,33 +142,42 @@ def _build(
     return asset
 
 
+def _verify_staged(asset: PreparedAsset, tmp: Path) -> None:
+    """The temporary folder, re-read, is exactly the snapshot its name will claim."""
+    if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
+        raise AssetValidationError(f"{tmp}: content digest changed while it was prepared")
+    try:
+        verify_prepared_asset(asset, folder=tmp)
+    except AssetValidationError as exc:
+        exc.add_note(f"{tmp} was not published under {asset.content_sha256}")
+        raise
+
+
 def prepare_package(
     package_dir: str | Path, *, candidate_id: str, locator: str, context: PreparationContext
 ) -> PreparedAsset:
     """Copy, verify and snapshot one package; reuse a verified snapshot of the same content."""
-    package_dir = Path(package_dir).absolute()
-    relpaths = list_package_files(package_dir)
-    data: dict[str, bytes] = {}
-    for rel in relpaths:
-        try:
-            data[rel] = (package_dir / rel).read_bytes()
-        except OSError as exc:
-            raise AssetValidationError(f"{package_dir / rel}: cannot be read: {exc}") from exc
-    digests = {rel: sha256_hex(payload) for rel, payload in data.items()}
-    manifest = parse_manifest(data[MANIFEST_NAME], str(package_dir / MANIFEST_NAME))
+    contents = read_package(package_dir, context.limits)
+    package_dir, data, digests, manifest = (
+        contents.package_dir, contents.data, contents.digests, contents.manifest
+    )
     content_sha256 = content_digest(manifest.descriptor, digests)
     cache_dir = Path(context.cache_dir).absolute()
     cache_dir.mkdir(parents=True, exist_ok=True)
     final = cache_dir / content_sha256
     if final.exists():
         return _reuse(final)
-    tmp = cache_dir / f"{TMP_PREFIX}{content_sha256[:16]}-{uuid.uuid4().hex}"
+    fence = context.fence
+    tmp = cache_dir / f"{temp_name(TMP_PREFIX, fence)}{content_sha256[:16]}-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:
         asset = _build(
             tmp, package_dir, data, digests, manifest,
-            candidate_id=candidate_id, locator=locator, final=final,
+            candidate_id=candidate_id, locator=locator, final=final, limits=context.limits,
         )
+        _verify_staged(asset, tmp)
+        if fence is not None:
+            fence.check()
         try:
             os.rename(tmp, final)
         except OSError:

@@ -14,7 +14,9 @@ fill its interior and nothing could be placed inside. We therefore:
    This trades exact wall shape (a round cup gets square walls) for a guarantee.
 
 Degenerate components (flat or collinear) become thin boxes around their extent.
-Too many components (``MAX_PIECES``) collapse to one hull of the whole mesh.
+More components than the run's ``max_collision_pieces`` (default ``MAX_PIECES``) collapse
+to one hull of the whole mesh: the number of pieces a snapshot holds, and the simulator
+loads, stays bounded whatever the mesh.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import numpy as np
 import trimesh
 
 from domain.assets import AssetDescriptor, Bounds3D
+from domain.limits import DEFAULT_MAX_COLLISION_PIECES
 
-MAX_PIECES = 64
+MAX_PIECES = DEFAULT_MAX_COLLISION_PIECES
 INTERIOR_MARGIN_M = 1e-4
 MIN_THICKNESS_M = 5e-4
 _MIN_VOLUME_M3 = 1e-15
@@ -78,11 +81,11 @@ def carve_container(bounds: Bounds3D, region: Bounds3D) -> list[trimesh.Trimesh]
 
 
 def convex_pieces(
-    mesh: trimesh.Trimesh, descriptor: AssetDescriptor
+    mesh: trimesh.Trimesh, descriptor: AssetDescriptor, *, max_pieces: int = MAX_PIECES
 ) -> tuple[list[trimesh.Trimesh], str]:
     """Convex pieces for ``mesh`` and the method used ("components", "hull", "carved")."""
     components = mesh.split(only_watertight=False)
-    if not components or len(components) > MAX_PIECES:
+    if not components or len(components) > max_pieces:
         pieces, method = [_hull(mesh)], "hull"
     else:
         pieces, method = [_hull(c) for c in components], "components"

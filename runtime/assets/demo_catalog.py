@@ -27,6 +27,7 @@ import trimesh
 
 from domain.assets import PreparationContext
 from domain.errors import AssetcastInputError, AssetValidationError
+from domain.limits import MeshLimits
 from runtime.assets.cache import prepare_package
 from runtime.assets.mesh_writers import glb_bytes, obj_bytes, ply_bytes, stl_bytes
 from runtime.assets.package import MANIFEST_NAME
@@ -250,7 +251,9 @@ def write_demo_catalog(directory: str | Path) -> list[Path]:
     return sorted(written)
 
 
-def check_catalog(directory: str | Path) -> list[CatalogCheck]:
+def check_catalog(
+    directory: str | Path, *, limits: MeshLimits | None = None
+) -> list[CatalogCheck]:
     """Prepare every package below ``directory`` into a throwaway cache; one result each."""
     provider = DirectoryAssetProvider(directory)
     packages = provider.package_dirs()
@@ -258,7 +261,7 @@ def check_catalog(directory: str | Path) -> list[CatalogCheck]:
         raise AssetValidationError(f"{provider.root}: no asset packages found")
     results = []
     with tempfile.TemporaryDirectory(prefix="assetcast-check-") as cache:
-        context = PreparationContext(cache_dir=cache)
+        context = PreparationContext(cache_dir=cache, limits=limits or MeshLimits())
         for package in packages:
             try:
                 asset = prepare_package(

@@ -2,13 +2,14 @@
 
 A package is a plain directory tree. We refuse anything that could make the bytes
 we hash differ from the bytes a simulator later reads (symlinks, special files),
-and we read the manifest with a JSON decoder that rejects duplicate keys and
-NaN/Infinity, because those would make the canonical descriptor ambiguous.
+and we read the manifest with a JSON decoder that rejects duplicate keys,
+NaN/Infinity and deep nesting, because those would make the canonical descriptor
+ambiguous (or crash whatever walks it). Every file is read through the bounded reader
+(``runtime.inputs.reading``): regular files only, never a FIFO or a device.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -17,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from domain.assets import AssetDescriptor
+from domain.canonical import sha256_hex
 from domain.errors import AssetValidationError
-from runtime.assets.references import check_reference_path, mesh_format
+from domain.limits import MeshLimits
+from runtime.assets.mesh_counts import check_declared_counts
+from runtime.assets.references import check_reference_path, check_references, mesh_format
+from runtime.inputs.json_text import load_json_strict as _load_json
+from runtime.inputs.reading import kind_of, read_inside
 
 MANIFEST_NAME = "asset.catalog.json"
 RESERVED_DIR = ".assetcast"
@@ -61,7 +67,7 @@ def regular_file_size(path: Path, *, inside: str) -> int | None:
     if stat.S_ISDIR(info.st_mode):
         return None
     if not stat.S_ISREG(info.st_mode):
-        raise AssetValidationError(f"{path}: not a regular file")
+        raise AssetValidationError(f"{path}: is {kind_of(info.st_mode)}, not a regular file")
     return info.st_size
 
 
@@ -101,29 +107,10 @@ def list_package_files(package_dir: Path) -> list[str]:
     return sorted(found)
 
 
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name}")
-
-
 def load_json_strict(data: bytes, source: str) -> Any:
-    """Decode JSON refusing duplicate keys and NaN/Infinity; errors name ``source``."""
-    try:
-        return json.loads(
-            data.decode("utf-8"),
-            object_pairs_hook=_reject_duplicates,
-            parse_constant=_reject_constant,
-        )
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise AssetValidationError(f"{source}: invalid JSON: {exc}") from exc
+    """Decode JSON refusing deep nesting, duplicate keys and NaN/Infinity; errors name
+    ``source``."""
+    return _load_json(data, source, error=AssetValidationError)
 
 
 def load_json_object(
@@ -171,12 +158,42 @@ def parse_manifest(data: bytes, source: str) -> PackageManifest:
 
 def read_manifest(package_dir: Path) -> PackageManifest:
     path = package_dir / MANIFEST_NAME
-    try:
-        if path.is_symlink():
-            raise AssetValidationError(f"{path}: symlinks are not allowed in a package")
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise AssetValidationError(f"{path}: file is missing") from exc
-    except OSError as exc:
-        raise AssetValidationError(f"{path}: cannot be read: {exc}") from exc
+    data = read_inside(
+        package_dir, MANIFEST_NAME, limit=MAX_MANIFEST_BYTES, error=AssetValidationError
+    )
     return parse_manifest(data, str(path))
+
+
+@dataclass(frozen=True)
+class PackageContents:
+    """Every file of a package read once (the bytes that are hashed are the bytes copied),
+    its digests and its manifest, with references and mesh sizes already checked."""
+
+    package_dir: Path
+    data: dict[str, bytes]
+    digests: dict[str, str]
+    manifest: PackageManifest
+
+
+def read_package(package_dir: str | Path, limits: MeshLimits) -> PackageContents:
+    """Read and statically verify a package without loading a mesh: regular files only,
+    within the size caps, a valid manifest, every reference inside the package, every mesh
+    within ``limits`` by its header. Cheap enough to run before a run is created."""
+    package_dir = Path(package_dir).absolute()
+    data: dict[str, bytes] = {}
+    budget = MAX_PACKAGE_BYTES
+    for rel in list_package_files(package_dir):
+        data[rel] = read_inside(package_dir, rel, limit=budget, error=AssetValidationError)
+        budget -= len(data[rel])
+    digests = {rel: sha256_hex(payload) for rel, payload in data.items()}
+    manifest = parse_manifest(data[MANIFEST_NAME], str(package_dir / MANIFEST_NAME))
+    entries = [manifest.visual_path]
+    if manifest.collision_path and manifest.collision_path != manifest.visual_path:
+        entries.append(manifest.collision_path)
+    for entry in entries:
+        try:
+            check_references(entry, data)
+        except AssetValidationError as exc:
+            raise AssetValidationError(f"{package_dir}/{exc}") from exc
+        check_declared_counts(entry, data, limits, label=str(package_dir / entry))
+    return PackageContents(package_dir, data, digests, manifest)

@@ -22,11 +22,24 @@ from typing import Any
 
 from domain.assets import AssetCandidate, AssetQuery, PreparationContext, PreparedAsset
 from domain.errors import AssetValidationError
+from domain.fields import forbidden_character
 from runtime.assets.cache import prepare_package
 from runtime.assets.package import MANIFEST_NAME, read_manifest
 
 
+def _checked_id(candidate_id: str) -> str:
+    """A candidate id is a folder name or path that goes into the log and onto terminals:
+    one with a control character (a newline, ESC) is refused, not recorded."""
+    bad = forbidden_character(candidate_id)
+    if bad is not None:
+        raise AssetValidationError(
+            f"candidate {candidate_id!r}: folder name contains a control character ({bad!r})"
+        )
+    return candidate_id
+
+
 def _listing(candidate_id: str, package_dir: Path) -> AssetCandidate:
+    _checked_id(candidate_id)
     try:
         descriptor = read_manifest(package_dir).descriptor
     except AssetValidationError as exc:

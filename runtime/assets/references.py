@@ -10,18 +10,16 @@ ourselves and refuse absolute paths, ``..`` escapes, URLs and missing targets.
 
 from __future__ import annotations
 
-import json
 import posixpath
-import re
 import struct
 from collections.abc import Mapping
 from urllib.parse import unquote
 
 from domain.errors import AssetValidationError
+from domain.paths import contained_relpath
+from runtime.inputs.json_text import load_json_strict
 
 MESH_FORMATS = {".obj": "obj", ".stl": "stl", ".ply": "ply", ".glb": "glb", ".gltf": "gltf"}
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _MTL_MAP_KEYS = {
     "map_ka", "map_kd", "map_ks", "map_ke", "map_ns", "map_d", "map_bump", "bump", "disp",
     "decal", "refl", "norm", "map_pr", "map_pm", "map_ps", "map_rma", "map_orm",
@@ -40,21 +38,11 @@ def mesh_format(path: str, *, where: str) -> str:
 
 
 def check_reference_path(ref: str, base_dir: str, *, where: str) -> str:
-    """Resolve ``ref`` (relative to ``base_dir`` inside the package) to a package relpath."""
-    if not ref or not ref.strip():
-        raise AssetValidationError(f"{where}: empty path")
-    if "\\" in ref:
-        raise AssetValidationError(f"{where}: backslash in path {ref!r} (use '/')")
-    if "\x00" in ref:
-        raise AssetValidationError(f"{where}: NUL byte in path")
-    if _SCHEME.match(ref) or ref.startswith("//"):
-        raise AssetValidationError(f"{where}: URLs are not allowed ({ref!r})")
-    if ref.startswith("/") or ref.startswith("~"):
-        raise AssetValidationError(f"{where}: absolute path {ref!r} is not allowed")
-    joined = posixpath.normpath(posixpath.join(base_dir, ref))
-    if joined == ".." or joined.startswith("../") or joined == ".":
-        raise AssetValidationError(f"{where}: path {ref!r} escapes the package")
-    return joined
+    """Resolve ``ref`` (relative to ``base_dir`` inside the package) to a package relpath
+    (the one containment rule, ``domain.paths.contained_relpath``)."""
+    return contained_relpath(
+        ref, base_dir=base_dir, where=where, error=AssetValidationError, root="the package"
+    )
 
 
 def _target(ref: str, referrer: str, files: Mapping[str, bytes], where: str) -> str:
@@ -140,14 +128,12 @@ def _gltf_json_references(rel: str, doc: object) -> list[tuple[str, str]]:
 
 
 def _gltf_references(rel: str, data: bytes) -> list[tuple[str, str]]:
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise AssetValidationError(f"{rel}: invalid glTF JSON: {exc}") from exc
+    doc = load_json_strict(data, f"{rel}: glTF", error=AssetValidationError)
     return _gltf_json_references(rel, doc)
 
 
-def _glb_references(rel: str, data: bytes) -> list[tuple[str, str]]:
+def glb_json_chunk(rel: str, data: bytes) -> bytes:
+    """The JSON chunk of a GLB file (its glTF document)."""
     if len(data) < 20 or data[:4] != b"glTF":
         raise AssetValidationError(f"{rel}: not a GLB file (bad magic)")
     _, version, length = struct.unpack_from("<4sII", data, 0)
@@ -156,7 +142,11 @@ def _glb_references(rel: str, data: bytes) -> list[tuple[str, str]]:
     chunk_length, chunk_type = struct.unpack_from("<I4s", data, 12)
     if chunk_type != b"JSON" or 20 + chunk_length > len(data):
         raise AssetValidationError(f"{rel}: GLB does not start with a JSON chunk")
-    return _gltf_references(rel, data[20 : 20 + chunk_length])
+    return data[20 : 20 + chunk_length]
+
+
+def _glb_references(rel: str, data: bytes) -> list[tuple[str, str]]:
+    return _gltf_references(rel, glb_json_chunk(rel, data))
 
 
 def check_references(entry: str, files: Mapping[str, bytes]) -> list[str]:

@@ -15,8 +15,10 @@ from typing import Any
 from domain.assets import AssetDescriptor, PreparedAsset
 from domain.canonical import canonical_json, sha256_json
 from domain.errors import AssetValidationError
+from domain.paths import contained_relpath
 from runtime.assets.package import (
     MANIFEST_NAME,
+    MAX_MANIFEST_BYTES,
     RESERVED_DIR,
     load_json_object,
     parse_manifest,
@@ -24,8 +26,11 @@ from runtime.assets.package import (
     walk_tree,
 )
 from runtime.files import file_sha256
+from runtime.inputs.reading import read_inside
 
 SNAPSHOT_SCHEMA_VERSION = 1
+#: snapshot.json lists every file of a package (at most MAX_PACKAGE_FILES) with its digest.
+MAX_SNAPSHOT_BYTES = 8 * MAX_MANIFEST_BYTES
 SNAPSHOT_RELPATH = f"{RESERVED_DIR}/snapshot.json"
 COLLISION_DIR = f"{RESERVED_DIR}/collision"
 _SNAPSHOT_FIELDS = (
@@ -61,16 +66,28 @@ def _opt_str(value: Any, field: str, source: str) -> str | None:
     return None if value is None else _str(value, field, source)
 
 
+def _contained(rel: str, field: str, source: str) -> str:
+    """A path named by ``snapshot.json`` must be a normalized path inside the snapshot."""
+    normalized = contained_relpath(
+        rel, where=f"{source}: {field}", error=AssetValidationError, root="the snapshot"
+    )
+    if normalized != rel:
+        raise AssetValidationError(f"{source}: {field}: path {rel!r} is not normalized")
+    return rel
+
+
+def _paths(values: Any, field: str, source: str) -> None:
+    for rel in values:
+        _contained(rel, field, source)
+
+
 def read_snapshot(snapshot_dir: str | Path) -> PreparedAsset:
     """Parse ``.assetcast/snapshot.json`` of a snapshot folder (no hashing)."""
     folder = Path(snapshot_dir).absolute()
     path = folder / SNAPSHOT_RELPATH
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise AssetValidationError(f"{path}: file is missing") from exc
-    except OSError as exc:
-        raise AssetValidationError(f"{path}: cannot be read: {exc}") from exc
+    data = read_inside(
+        folder, SNAPSHOT_RELPATH, limit=MAX_SNAPSHOT_BYTES, error=AssetValidationError
+    )
     source = str(path)
     raw = load_json_object(data, source, allowed=_SNAPSHOT_FIELDS, required=_SNAPSHOT_FIELDS)
     if raw["schema_version"] != SNAPSHOT_SCHEMA_VERSION:
@@ -80,6 +97,12 @@ def read_snapshot(snapshot_dir: str | Path) -> PreparedAsset:
     pieces = raw["collision_pieces"]
     if not isinstance(pieces, list) or not all(isinstance(p, str) for p in pieces):
         raise AssetValidationError(f"{source}: collision_pieces: expected a list of strings")
+    _paths(pieces, "collision_pieces", source)
+    for field in ("files", "derived_files"):
+        _paths(_str_map(raw[field], field, source), field, source)
+    for field in ("visual_path", "collision_path"):
+        if isinstance(raw[field], str):
+            _contained(raw[field], field, source)
     return PreparedAsset(
         candidate_id=_str(raw["candidate_id"], "candidate_id", source),
         content_sha256=_str(raw["content_sha256"], "content_sha256", source),
@@ -106,18 +129,22 @@ def _check_digests(folder: Path, recorded: dict[str, str], present: set[str], wh
             )
 
 
-def verify_prepared_asset(asset: PreparedAsset) -> None:
-    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift."""
-    folder = Path(asset.snapshot_dir)
+def verify_prepared_asset(asset: PreparedAsset, *, folder: Path | None = None) -> None:
+    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift.
+
+    ``folder`` verifies a copy that is not yet at ``asset.snapshot_dir`` (the cache checks
+    its temporary folder this way right before renaming it into place).
+    """
+    staged = folder is not None
+    folder = Path(asset.snapshot_dir) if folder is None else Path(folder)
     meta = folder / SNAPSHOT_RELPATH
     if not folder.is_dir() or folder.is_symlink():
         raise AssetValidationError(f"{folder}: snapshot folder does not exist")
-    if folder.name != asset.content_sha256:
+    if not staged and folder.name != asset.content_sha256:
         raise AssetValidationError(f"{folder}: folder name does not match content_sha256")
-    try:
-        on_disk = meta.read_bytes()
-    except OSError as exc:
-        raise AssetValidationError(f"{meta}: cannot be read: {exc}") from exc
+    on_disk = read_inside(
+        folder, SNAPSHOT_RELPATH, limit=MAX_SNAPSHOT_BYTES, error=AssetValidationError
+    )
     if on_disk != snapshot_bytes(asset):
         raise AssetValidationError(f"{meta}: does not match the prepared asset's metadata")
     if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
@@ -134,7 +161,10 @@ def verify_prepared_asset(asset: PreparedAsset) -> None:
     _check_digests(folder, dict(asset.files), package, "snapshot's files")
     _check_digests(folder, dict(asset.derived_files), derived, "snapshot's derived_files")
     manifest_path = folder / MANIFEST_NAME
-    manifest = parse_manifest(manifest_path.read_bytes(), str(manifest_path))
+    manifest = parse_manifest(
+        read_inside(folder, MANIFEST_NAME, limit=MAX_MANIFEST_BYTES, error=AssetValidationError),
+        str(manifest_path),
+    )
     if (
         manifest.descriptor != asset.descriptor
         or manifest.visual_path != asset.visual_path

@@ -25,8 +25,9 @@ def cmd_catalog_demo(args: argparse.Namespace) -> int:
 
 def cmd_catalog_check(args: argparse.Namespace) -> int:
     from runtime.assets.demo_catalog import check_catalog
+    from runtime.cli.run_commands import collection_config
 
-    results = check_catalog(Path(args.dir))
+    results = check_catalog(Path(args.dir), limits=collection_config(args).mesh_limits)
     failed = 0
     for check in results:
         if check.ok:

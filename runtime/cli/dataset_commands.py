@@ -6,7 +6,7 @@ import argparse
 
 from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
 from runtime.cli.output import out
-from runtime.cli.store_access import db_url, open_store, require_run
+from runtime.cli.store_access import open_for_reading, open_for_writing, require_run
 
 
 def dataset_specs(values: list[str] | None) -> list:
@@ -26,7 +26,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from runtime.export import DatasetSpec, export_runs
 
     spec = DatasetSpec.parse(f"{args.format}:{args.out}", flag="--out")
-    store = open_store(db_url(args))
+    store = open_for_writing(args)
     for run_id in args.run_ids:
         require_run(store, run_id)
     version = export_runs(store, args.run_ids, spec)
@@ -42,7 +42,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_verify_dataset(args: argparse.Namespace) -> int:
     from runtime.export import verify_dataset
 
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     check = verify_dataset(store, args.path)
     for problem in check.problems:
         out(f"problem: {problem}")

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import argparse
 
-from runtime.cli.exit_codes import EXIT_OK, UsageError
+from runtime.cli.exit_codes import EXIT_OK
 from runtime.cli.output import out
-from runtime.cli.store_access import db_url, missing_sqlite_file
+from runtime.cli.store_access import db_url
 
 
 def cmd_db(args: argparse.Namespace) -> int:
     from store import admin
+    from store.errors import redact
 
     url = db_url(args)
-    if args.action == "current" and (missing := missing_sqlite_file(url)) is not None:
-        raise UsageError(f"--db {url}: no database at {missing}")
     if args.action == "upgrade":
-        admin.upgrade(url)
-        out(f"{url}: upgraded to {admin.current(url)}")
+        revision = admin.upgrade(url)
+        out(f"{redact(url)}: upgraded to {revision}")
     else:
-        out(str(admin.current(url)))
+        out(str(admin.current(url, must_exist=True)))  # read-only; a typo'd file is an error
     return EXIT_OK

@@ -10,6 +10,11 @@ import argparse
 from collections.abc import Callable
 from typing import NoReturn
 
+from domain.limits import (
+    DEFAULT_MAX_COLLISION_PIECES,
+    DEFAULT_MAX_MESH_FACES,
+    DEFAULT_MAX_MESH_VERTICES,
+)
 from runtime.cli.catalog_commands import cmd_catalog_check, cmd_catalog_demo, cmd_catalog_missing
 from runtime.cli.dataset_commands import cmd_export, cmd_verify_dataset
 from runtime.cli.db_command import cmd_db
@@ -74,6 +79,7 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-search-nodes", type=int, help="matcher search budget (1000)")
     parser.add_argument("--settle-steps", type=int, help="physics steps after each reset (0)")
     parser.add_argument("--episodes-per-batch", type=int, help="episodes per batch (default 1)")
+    _limit_flags(parser)
     parser.add_argument(
         "--no-record", action="store_true", help="judge episodes but write no trajectories"
     )
@@ -86,6 +92,22 @@ def _dataset_flag(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="keep a dataset up to date as batches finish: lerobot:DIR or robomimic:FILE "
         "(repeatable)",
+    )
+
+
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-mesh-faces", type=int,
+        help=f"faces one mesh may have (default {DEFAULT_MAX_MESH_FACES})",
+    )
+    parser.add_argument(
+        "--max-mesh-vertices", type=int,
+        help=f"vertices one mesh may have (default {DEFAULT_MAX_MESH_VERTICES})",
+    )
+    parser.add_argument(
+        "--max-collision-pieces", type=int,
+        help="convex pieces per asset before it collapses to one hull "
+        f"(default {DEFAULT_MAX_COLLISION_PIECES})",
     )
 
 
@@ -149,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = catalog.add_parser("check", help="validate every package in DIR (exit 2 if any fails)")
     _common(c, db=False, top=False)
     c.add_argument("dir", metavar="DIR")
+    _limit_flags(c)
     c.set_defaults(handler=cmd_catalog_check)
 
     p = command("prepare", cmd_prepare, "acquire candidates, match asset sets, write deployments")

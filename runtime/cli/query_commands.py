@@ -7,28 +7,33 @@ database file is bad input (exit 2), never an empty report.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
 from domain.canonical import canonical_json
 from runtime.cli.batch_table import batch_table
-from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
-from runtime.cli.output import out, table
-from runtime.cli.store_access import db_url, open_store, read_run
+from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UnreadableRuns, UsageError
+from runtime.cli.output import out, out_block, table
+from runtime.cli.store_access import open_for_reading, read_run
 from runtime.files import report_text
-from store.projections.audit import event_time, run_summary
+from store.projections.audit import event_time, read_logs, run_summary
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
-    summaries = []
-    for entry in store.list_runs():
-        run_id = entry if isinstance(entry, str) else entry.run_id
-        summaries.append(run_summary(run_id, list(store.read(run_id))))
+    logs, unreadable = read_logs(open_for_reading(args))
+    summaries = [run_summary(run_id, list(events)) for run_id, events in logs.items()]
     summaries.sort(key=lambda s: (s["created_at"] or "", s["run_id"]))
     if args.json:
-        out(report_text(summaries))
-        return EXIT_OK
+        out_block(report_text(summaries))
+    else:
+        _runs_table(summaries)
+    if unreadable:
+        raise UnreadableRuns(unreadable)
+    return EXIT_OK
+
+
+def _runs_table(summaries: list[dict[str, Any]]) -> None:
     rows = [
         [
             s["run_id"],
@@ -40,12 +45,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
         ]
         for s in summaries
     ]
-    out(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
-    return EXIT_OK
+    out_block(table(["run", "task", "state", "batches", "accepted", "last event"], rows))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     events = read_run(store, args.run_id)
     if args.json:
         if any(e.type == "CollectionStarted" for e in events):
@@ -76,7 +80,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         out(f"{'resumes:':<12}{s['resumes']}")
     if any(e.type == "BatchResolved" for e in events):
         out("")
-        out(batch_table(events))
+        out_block(batch_table(events))
         out("(paths relative to the output folder)")
     return EXIT_OK
 
@@ -87,7 +91,7 @@ def _compact(payload: Any, limit: int = 160) -> str:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    store = open_store(db_url(args))
+    store = open_for_reading(args)
     events = read_run(store, args.run_id)
     wanted = {t for value in args.type or [] for t in value.split(",") if t}
     if wanted:
@@ -105,7 +109,8 @@ def cmd_events(args: argparse.Namespace) -> int:
                 "recorded_at": event_time(event),
                 "payload": event.payload,
             }
-            out(canonical_json(record))
+            # ASCII-only JSON: valid JSON that carries no raw control character.
+            out(json.dumps(record, sort_keys=True, separators=(",", ":")))
         else:
             out(f"{event.seq:>5}  {event_time(event)}  {event.type:<22}  {_compact(event.payload)}")
     return EXIT_OK
@@ -114,10 +119,17 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     from store.projections.audit import audit
 
-    report = audit(open_store(db_url(args)))
+    report = audit(open_for_reading(args))
     if args.json:
         sys.stdout.write(report_text(report))
-        return EXIT_OK
+    else:
+        _audit_table(report)
+    if report["unreadable_runs"]:
+        raise UnreadableRuns(report["unreadable_runs"])
+    return EXIT_OK
+
+
+def _audit_table(report: dict[str, Any]) -> None:
     rows = []
     for a in report["assets"]:
         reasons = sorted({str(r["code"]) for r in a["rejections"]})
@@ -132,20 +144,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 f"{len(a['rejections'])} {' '.join(reasons)}".strip(),
             ]
         )
-    out(table(["asset", "sha256", "roles", "runs", "batches", "accepted", "rejections"], rows))
+    out_block(
+        table(["asset", "sha256", "roles", "runs", "batches", "accepted", "rejections"], rows)
+    )
     for candidate in report["unprepared_candidates"]:
         for r in candidate["rejections"]:
             out(
                 f"rejected candidate {candidate['role']}/{candidate['candidate_id']} "
                 f"({r['run_id']}, {r['stage']}): {r['code']}: {r['detail']}"
             )
-    return EXIT_OK
 
 
 def cmd_forensics(args: argparse.Namespace) -> int:
     from store.projections.forensics import forensics
 
-    report = forensics(read_run(open_store(db_url(args)), args.run_id))
+    report = forensics(read_run(open_for_reading(args), args.run_id))
     if args.json:
         sys.stdout.write(report_text(report))
         return EXIT_OK
@@ -177,7 +190,7 @@ def cmd_forensics(args: argparse.Namespace) -> int:
         out(f"failure #{failure['seq']} in {failure['phase']}{where}: "
             f"{failure['error_type']}: {failure['detail']}")
         if failure.get("traceback"):
-            out(str(failure["traceback"]).rstrip())
+            out_block(str(failure["traceback"]).rstrip())
     for r in report["resumes"]:
         out(f"resumed #{r['seq']}: {r['from_state']} -> {r['to_state']} "
             f"by session {r['session_id']}")
@@ -190,7 +203,7 @@ def cmd_forensics(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from runtime.verify import verify_events
 
-    events = read_run(open_store(db_url(args)), args.run_id)
+    events = read_run(open_for_reading(args), args.run_id)
     result = verify_events(args.run_id, events)
     for problem in result.problems:
         out(f"problem: {problem}")

@@ -3,7 +3,8 @@
 They share one rule: everything the user typed is validated before the first event is
 appended, so bad input exits 2 and leaves the store untouched. Once a run exists, an
 unexpected error is that run's failure (exit 1), which is why ``entry_point`` needs
-``RUN_HANDLERS``.
+``RUN_HANDLERS``; ``args.run_start_version`` (0 for a new run) tells it where this
+command's own events begin, so it can check whether the failure was recorded.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import structlog
 from domain.errors import ConfigError
 from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, UsageError
-from runtime.cli.output import out
-from runtime.cli.store_access import db_url, open_store, read_run, require_run
+from runtime.cli.output import out, out_block
+from runtime.cli.store_access import open_for_writing, open_store, read_run, require_run
 from store.projections.audit import run_summary
 
 log = structlog.get_logger(__name__)
@@ -32,6 +33,9 @@ CONFIG_FLAGS: dict[str, str] = {
     "candidates_per_role": "--candidates-per-role",
     "max_search_nodes": "--max-search-nodes",
     "settle_steps": "--settle-steps",
+    "max_mesh_faces": "--max-mesh-faces",
+    "max_mesh_vertices": "--max-mesh-vertices",
+    "max_collision_pieces": "--max-collision-pieces",
 }
 
 
@@ -67,9 +71,9 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
         if missing:
             raise UsageError(f"{args.task}: {unregistered_message(missing)}")
     providers = providers_from_catalog_args(args.catalog)
-    store = open_store(db_url(args), create=True)
+    store = open_for_writing(args, create=True)
     run_id = new_run_id()
-    args.run_id = run_id
+    args.run_id, args.run_start_version = run_id, 0
     log.info("run_starting", run_id=run_id, goal=goal, task=str(args.task))
     result = prepare(
         args.task,
@@ -125,8 +129,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
     datasets = dataset_specs(args.dataset)
-    store = open_store(db_url(args))
-    require_run(store, args.run_id)
+    store = open_for_writing(args)
+    args.run_start_version = require_run(store, args.run_id)
     result = collect(
         args.run_id,
         store=store,
@@ -143,8 +147,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
     datasets = dataset_specs(args.dataset)
-    store = open_store(db_url(args))
-    require_run(store, args.run_id)
+    store = open_for_writing(args)
+    args.run_start_version = require_run(store, args.run_id)
     result = resume(
         args.run_id, store=store, progress=not args.no_progress, datasets=datasets
     )
@@ -163,13 +167,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         cfg=collection_config(args),
         db=getattr(args, "db", None),
         progress=not args.no_progress,
-        on_run_id=lambda run_id: setattr(args, "run_id", run_id),
+        on_run_id=lambda run_id: vars(args).update(run_id=run_id, run_start_version=0),
+        on_db_url=lambda url: setattr(args, "run_db_url", url),
     )
-    store = open_store(result.db_url)
+    store = open_store(result.db_url, read_only=True)
     events = read_run(store, result.run_id)
     out(f"demo run {result.run_id} in {result.directory}")
     out(f"run output folder: {result.output_dir}")
-    out(batch_table(events))
+    out_block(batch_table(events))
     summary = run_summary(result.run_id, events)
     out(
         f"{summary['episodes_accepted']}/{summary['episodes_attempted']} episodes accepted; "

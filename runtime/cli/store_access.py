@@ -1,5 +1,10 @@
 """Which event store a command uses, and opening it so that a typo is bad input (exit 2)
-rather than a fresh empty database or an empty report."""
+rather than a fresh empty database or an empty report.
+
+Read-only commands open the store read-only: they work on an archived store (read-only
+filesystem or file) and never create, migrate or otherwise touch a database; why a
+database cannot be used is a :mod:`store.errors` class naming the URL.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from domain.errors import UnknownRun
-from runtime.cli.exit_codes import UsageError
 
-DB_ENV = "ASSETCAST_DB"
+DB_ENV = "ASSETCAST_DB"  # as store.engine reads it; not imported, to keep startup light
 
 
 def default_db_url() -> str:
@@ -20,35 +24,44 @@ def default_db_url() -> str:
 
 
 def db_url(args: argparse.Namespace) -> str:
-    return getattr(args, "db", None) or default_db_url()
+    """``--db`` as given (an explicit empty URL is refused later, not replaced), else the
+    default."""
+    given = getattr(args, "db", None)
+    return default_db_url() if given is None else given
 
 
-def missing_sqlite_file(url: str) -> Path | None:
-    """The file a SQLite URL names, if it does not exist yet (other backends: None)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise UsageError(f"--db {url!r}: not a database URL") from None
-    database = parsed.database
-    if not parsed.drivername.startswith("sqlite") or database in (None, "", ":memory:"):
-        return None
-    if database.startswith("file:"):
-        return None
-    path = Path(database)
-    return None if path.exists() else path
-
-
-def open_store(url: str, *, create: bool = False) -> Any:
-    """Open the event store; only commands that record runs may create a new database, so a
-    mistyped ``--db`` on a query is reported instead of leaving an empty file behind."""
+def open_store(url: str, *, create: bool = False, read_only: bool = False) -> Any:
+    """Open the event store. Only commands that record runs may create a new database (so
+    a mistyped ``--db`` leaves no empty file behind); query commands open it read-only."""
     from store.event_store import EventStore
 
-    if not create and (missing := missing_sqlite_file(url)) is not None:
-        raise UsageError(f"--db {url}: no database at {missing} (nothing recorded there yet)")
-    return EventStore(url)
+    return EventStore(url, read_only=read_only, must_exist=not create)
+
+
+def open_for_reading(args: argparse.Namespace) -> Any:
+    """The store of a read-only command (``runs``, ``show``, ``events``, ...)."""
+    return _remember(args, open_store(db_url(args), read_only=True))
+
+
+def open_for_writing(args: argparse.Namespace, *, create: bool = False) -> Any:
+    """The store of a command that records events (``create``: may make a new database)."""
+    return _remember(args, open_store(db_url(args), create=create))
+
+
+def _remember(args: argparse.Namespace, store: Any) -> Any:
+    """Closed by ``main`` when the command ends: SQLite removes its ``-wal``/``-shm`` files
+    only when the last connection closes, so a store left to the garbage collector could
+    leave them behind next to a database that was only read."""
+    vars(args).setdefault("opened_stores", []).append(store)
+    return store
+
+
+def close_stores(args: argparse.Namespace) -> None:
+    for store in vars(args).pop("opened_stores", []):
+        try:
+            store.close()
+        except Exception:  # noqa: BLE001, S110 - the command's outcome is already decided
+            pass
 
 
 def _unknown_run(run_id: str) -> UnknownRun:
@@ -66,11 +79,12 @@ def read_run(store: Any, run_id: str) -> list[Any]:
     return events
 
 
-def require_run(store: Any, run_id: str) -> None:
+def require_run(store: Any, run_id: str) -> int:
     """Refuse an unknown run as :func:`read_run` does, for commands that do not need its
     events here: the store's cached fold answers without reading the whole log, which the
-    command would otherwise read twice."""
+    command would otherwise read twice. Returns the run's version (where this command's
+    own events, if any, will start)."""
     try:
-        store.state(run_id)
+        return int(store.state(run_id).version)
     except UnknownRun:
         raise _unknown_run(run_id) from None

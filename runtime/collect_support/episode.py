@@ -40,6 +40,7 @@ class EpisodeContext:
     manifest_roles: dict[str, Any]
     output_dir: Path
     recording_dir: Path | None  # None: recording disabled
+    fence: Any = None  # the session: checked right before a trajectory file is published
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,9 @@ def run_episode(
     committed: dict[str, Any] | None = None
     if accepted and recorder is not None and ctx.recording_dir is not None:
         payload = recorder.to_payload(trajectory_metadata(ctx, j, seed))
-        receipt = sim.commit_trajectory(payload, ctx.recording_dir / episode_file_name(b, j))
+        receipt = sim.commit_trajectory(
+            payload, ctx.recording_dir / episode_file_name(b, j), fence=ctx.fence
+        )
         committed = {
             "batch_index": b,
             "episode_index": j,

@@ -11,6 +11,10 @@ stays true:
 * **One transaction per submission.** Jobs are never merged or split.
 * **Files before facts.** The collector submits an episode's events only after its
   trajectory file was fsynced, so the log still never names a file that is not on disk.
+* **Facts before claims.** What a job says happened (the ``trajectory_committed`` log line)
+  is emitted by its ``on_durable`` callback, after the append committed, never before.
+* **Fenced.** Every append carries the session's lease (``fence``), checked by the store in
+  the append's own transaction: a session that was taken over appends nothing.
 * **Bounded loss.** The queue holds at most ``depth`` jobs besides the one being written; a
   SIGKILL loses at most those episodes' events (their files may be on disk unlogged, which
   resume already reports, ignores and re-runs).
@@ -54,13 +58,15 @@ class _Job:
     events: tuple[NewEvent, ...]
     expected_version: int
     tag: Tag
+    on_durable: Callable[[], None] | None = None
 
 
 class LedgerWriter:
     """Appends a run's collection events in order, at most ``depth`` jobs behind the caller.
 
-    ``before_append`` runs (in the writing thread) right before each store append; the
-    collector passes its lease check, so nothing is appended under a lease that was lost.
+    ``before_append`` runs (in the writing thread) right before each store append (the
+    collector passes its local lost-lease check, to stop early); ``fence`` (the session's
+    lease) goes with every append, which the store refuses unless it still holds the run.
     """
 
     def __init__(
@@ -70,6 +76,7 @@ class LedgerWriter:
         version: int,
         *,
         before_append: Callable[[], None] = lambda: None,
+        fence: Any = None,
         depth: int = 1,
     ) -> None:
         if depth < 0:
@@ -77,6 +84,7 @@ class LedgerWriter:
         self.store = store
         self.run_id = run_id
         self.before_append = before_append
+        self.fence = fence
         self.depth = depth
         self._submitted_version = version
         self._error: BaseException | None = None
@@ -107,8 +115,11 @@ class LedgerWriter:
         """The append error that stopped the writer, until :meth:`reset_version`."""
         return self._error
 
-    def submit(self, events: Events, tag: Tag) -> None:
-        """Queue ``events`` as one transaction (blocks while the queue is full).
+    def submit(
+        self, events: Events, tag: Tag, on_durable: Callable[[], None] | None = None
+    ) -> None:
+        """Queue ``events`` as one transaction (blocks while the queue is full);
+        ``on_durable`` runs once they are committed (never if the append fails).
 
         Raises a pending append error first, so a failure surfaces at the next episode.
         """
@@ -117,6 +128,7 @@ class LedgerWriter:
             tuple(NewEvent(kind, payload) for kind, payload in events),
             self._submitted_version,
             tag,
+            on_durable,
         )
         self._submitted_version += len(job.events)
         if self._queue is None:
@@ -163,7 +175,9 @@ class LedgerWriter:
             return
         try:
             self.before_append()
-            self.store.append(self.run_id, job.events, expected_version=job.expected_version)
+            self.store.append(
+                self.run_id, job.events, expected_version=job.expected_version, fence=self.fence
+            )
         except BaseException as error:
             tag = job.tag
             where = f"phase {tag.phase}"
@@ -187,6 +201,12 @@ class LedgerWriter:
                 error_type=type(error).__name__,
                 detail=str(error),
             )
+            return
+        if job.on_durable is not None:
+            try:
+                job.on_durable()
+            except Exception as error:  # a log line must not stop the ledger  # noqa: BLE001
+                log.warning("ledger_on_durable_failed", run_id=self.run_id, error=str(error))
 
     def _loop(self) -> None:
         assert self._queue is not None

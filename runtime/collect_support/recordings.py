@@ -9,12 +9,15 @@ Two different disagreements, two different answers:
   Resume refuses (:class:`CommittedTrajectoryMissing`); silently re-collecting would hide
   the loss and could produce a different trajectory under the same receipt.
 * a file the log does not know (written, then the process died before the episode's events
-  were appended): harmless. It is reported and ignored; the episode is re-run into the new
-  session's folder and only the logged file ever counts.
+  were appended; or a temporary file of a session that died or was taken over): harmless,
+  but it must not look like data. The session that took the lease moves it to
+  ``quarantine/<session_id>/`` (same relative path), so whatever reads ``recordings/**``
+  sees only logged trajectories; the episode is re-run into the new session's folder.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,11 +25,12 @@ from typing import Any
 import structlog
 
 from domain.errors import AssetcastInputError
-from runtime.files import file_sha256
+from runtime.files import file_sha256, fsync_directory
 
 log = structlog.get_logger(__name__)
 
 RECORDINGS_DIR = "recordings"
+QUARANTINE_DIR = "quarantine"
 
 
 class CommittedTrajectoryMissing(AssetcastInputError):
@@ -79,19 +83,47 @@ def verify_committed(
 def unlogged_recordings(
     run_id: str, output_dir: Path, committed: Mapping[tuple[int, int], Mapping[str, Any]]
 ) -> tuple[Path, ...]:
-    """Files under ``recordings/`` that no `TrajectoryCommitted` names (logged as a warning)."""
+    """Files under ``recordings/`` that no `TrajectoryCommitted` names."""
     root = output_dir / RECORDINGS_DIR
     if not root.is_dir():
         return ()
     known = {from_log_path(output_dir, str(r["path"])).resolve() for r in committed.values()}
-    strays = tuple(
-        sorted(p for p in root.rglob("*") if p.is_file() and p.resolve() not in known)
+    return tuple(
+        sorted(
+            p for p in root.rglob("*")
+            if (p.is_file() or p.is_symlink()) and p.resolve() not in known
+        )
     )
+
+
+def quarantine_unlogged(
+    run_id: str, output_dir: Path, committed: Mapping[tuple[int, int], Mapping[str, Any]],
+    session_id: str,
+) -> tuple[Path, ...]:
+    """Move every unlogged file out of ``recordings/`` into ``quarantine/<session_id>/``.
+
+    Called by the session that holds the run's lease, before it records anything: a writer
+    of such a file is dead or fenced (it can never log it). Returns the original paths.
+    """
+    strays = unlogged_recordings(run_id, output_dir, committed)
+    target_root = output_dir / QUARANTINE_DIR / session_id
+    touched: set[Path] = set()
     for path in strays:
+        target = target_root / path.relative_to(output_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:  # a fenced writer's temporary file vanished meanwhile
+            continue
+        touched.update((path.parent, target.parent))
         log.warning(
-            "unlogged_recording_ignored",
+            "unlogged_recording_quarantined",
             run_id=run_id,
             path=str(path),
-            reason="written before a crash but never logged; the episode is re-run",
+            moved_to=str(target),
+            reason="on disk but never logged (a crash or a fenced session); the episode is "
+            "re-run",
         )
+    for directory in sorted(touched):
+        fsync_directory(directory)
     return strays

@@ -169,8 +169,12 @@ def build_version(
     source: DatasetSource,
     *,
     model_file: Callable[[Path], str] | None = None,
+    before_publish: Callable[[], None] = lambda: None,
 ) -> DatasetVersion:
-    """Write (if needed) and publish the dataset ``source`` projects, at ``spec``."""
+    """Write (if needed) and publish the dataset ``source`` projects, at ``spec``.
+
+    ``before_publish`` runs right before the switch (the caller's lease check: a session that
+    lost its run publishes nothing)."""
     manifest = manifest_of(source, spec.format)
     with parent_lock(spec.path):
         existing = read_manifest(spec)
@@ -179,7 +183,7 @@ def build_version(
             totals = existing_totals(spec)
             written = False
         else:
-            files, totals = _write(spec, source, manifest, model_file)
+            files, totals = _write(spec, source, manifest, model_file, before_publish)
             written = True
     version = DatasetVersion(
         spec=spec,
@@ -249,6 +253,7 @@ def _write(
     source: DatasetSource,
     manifest: dict[str, Any],
     model_file: Callable[[Path], str] | None,
+    before_publish: Callable[[], None],
 ) -> tuple[dict[str, str], tuple[int, int]]:
     if spec.format == "lerobot":
         target = DirectoryTarget(spec.path)
@@ -257,6 +262,7 @@ def _write(
             files, totals = render(
                 "lerobot", source, manifest, temporary, file_name="", model_file=model_file
             )
+            before_publish()
             target.publish(temporary, dataset_digest(files))
         except BaseException:
             target.discard(temporary)
@@ -270,6 +276,7 @@ def _write(
             model_file=model_file,
         )
         files = {spec.path.name: files[temporary.name]}
+        before_publish()
         file_target.publish(temporary)
     except BaseException:
         file_target.discard(temporary)

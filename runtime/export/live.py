@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -35,8 +35,16 @@ _POLL_S = 0.005
 class LiveDatasets:
     """The datasets one collection session maintains for its run."""
 
-    def __init__(self, run_id: str, specs: Sequence[DatasetSpec], store: Any) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        specs: Sequence[DatasetSpec],
+        store: Any,
+        *,
+        before_publish: Callable[[], None] = lambda: None,
+    ) -> None:
         self.run_id = run_id
+        self.before_publish = before_publish
         self.specs = tuple(specs)
         self.store = store
         self._cache: dict[tuple[str, str], EpisodeData] = {}
@@ -134,7 +142,7 @@ class LiveDatasets:
         source = dataset_source([run], cache=self._cache)
         updates = []
         for spec in self.specs:
-            built = build_version(spec, source)
+            built = build_version(spec, source, before_publish=self.before_publish)
             if self._recorded[str(spec.path)] != built.digest:
                 self._recorded[str(spec.path)] = built.digest
                 updates.append(("DatasetUpdated", built.event_payload(self.run_id, version)))

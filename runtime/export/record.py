@@ -37,26 +37,30 @@ def export_runs(store: Any, run_ids: Sequence[str], spec: DatasetSpec) -> Datase
     a trajectory that fails verification, a live collector holding a run) is raised before
     the dataset is published; only temporary files are ever written before that.
     """
-    from runtime.session import new_session_id
+    from runtime.session import Session
 
     check_target(spec)
-    owner = f"export-{new_session_id()}"
-    leases = []
+    sessions: list[Session] = []
     try:
         for run_id in run_ids:
             if not store.read(run_id):
                 from domain.errors import UnknownRun
 
                 raise UnknownRun(f"unknown run {run_id!r}")
-            leases.append(store.acquire_lease(run_id, owner=owner))
+            sessions.append(Session.open(store, run_id))
         source = read_source(store, run_ids)
         empty = [run.run_id for run in source.runs if not run.episodes]
         if empty:
             raise NoAcceptedEpisodes(
                 f"run(s) {', '.join(empty)} have no committed accepted episode"
             )
-        version = build_version(spec, source)
-        for run in source.runs:
+
+        def fenced() -> None:
+            for session in sessions:
+                session.check()
+
+        version = build_version(spec, source, before_publish=fenced)
+        for run, session in zip(source.runs, sessions, strict=True):
             events = store.read(run.run_id)
             if needs_record(events, version):
                 payload = version.event_payload(run.run_id, run.log_position)
@@ -64,11 +68,12 @@ def export_runs(store: Any, run_ids: Sequence[str], spec: DatasetSpec) -> Datase
                     run.run_id,
                     [NewEvent("DatasetUpdated", payload)],
                     expected_version=events[-1].seq,
+                    fence=session.lease,
                 )
         return version
     finally:
-        for lease in leases:
+        for session in sessions:
             try:
-                lease.release()
+                session.close()
             except Exception as error:  # releasing is best effort; the lease expires anyway
                 log.warning("export_lease_release_failed", error=str(error))

@@ -9,7 +9,7 @@ identical; if it does not, ``NondeterministicResume`` stops the run instead of c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from domain.errors import AssetcastError
 from domain.matching import MatchingError, ResolvedAssetSet, resolve_asset_set
 from domain.requirements import AssetRequirements
 from domain.task import TaskSpec
+from runtime.assets.entity_packages import prepare_entity_packages
 from runtime.deployment import (
     Deployment,
     batch_dir_name,
@@ -75,9 +76,16 @@ class PreparationJob:
     providers: Mapping[str, AssetProvider]
     cfg: CollectionConfig
     output: Path
+    entity_packages: Mapping[str, Path] = field(default_factory=dict)
+    entity_assets: dict[str, PreparedAsset] = field(default_factory=dict)
+
+    def context(self) -> PreparationContext:
+        return PreparationContext(
+            str(self.output / CACHE_NAME), self.cfg.mesh_limits, fence=self.ledger.fence
+        )
 
     def pools(self) -> dict[str, list[PreparedAsset]]:
-        context = PreparationContext(str(self.output / CACHE_NAME))
+        context = self.context()
         pools: dict[str, list[PreparedAsset]] = {}
         for role in sorted(self.requirements.roles):
             pools[role] = RolePreparer(
@@ -130,6 +138,8 @@ class PreparationJob:
             output_dir=self.output / batch_dir_name(batch_index),
             batch_index=batch_index,
             task_path=self.task_path,
+            fence=self.ledger.fence,
+            entity_assets=self.entity_assets,
         )
         if done is None:
             self.ledger.emit(
@@ -149,6 +159,9 @@ class PreparationJob:
 
     def run(self) -> tuple[Deployment, ...]:
         self.output.mkdir(parents=True, exist_ok=True)
+        # Checked before the run was created; a failure now (a mesh that does not load) is
+        # this run's recorded failure.
+        self.entity_assets = prepare_entity_packages(self.entity_packages, self.context())
         pools = self.pools()
         deployments = tuple(self.batch(i, pools) for i in range(self.cfg.max_batches))
         self.ledger.emit("PreparationCompleted", {"batches": len(deployments)})

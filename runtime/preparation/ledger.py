@@ -1,41 +1,37 @@
 """The preparation session's writer: every fact is appended before the next step relies on
-it, with the expected version so a concurrent writer is refused, and each append doubles as
-a chance to renew the run's lease."""
+it, with the expected version so a concurrent writer is refused, and fenced by the session's
+lease so a session that was taken over appends nothing. The lease itself is renewed by the
+session's heartbeat thread, however long a step takes."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from store.records import NewEvent
 
 
 class Ledger:
-    """Appends this session's events with optimistic concurrency and keeps the lease alive."""
+    """Appends this session's events with optimistic concurrency, fenced by its lease."""
 
-    def __init__(self, store: Any, run_id: str, version: int, lease: Any | None) -> None:
+    def __init__(self, store: Any, run_id: str, version: int, session: Any | None) -> None:
         self.store = store
         self.run_id = run_id
         self.version = version
-        self.lease = lease
-        self._last_beat = time.monotonic()
+        self.session = session
+
+    @property
+    def fence(self) -> Any | None:
+        """The session guarding this run's files (None once released)."""
+        return self.session
 
     def emit(self, event_type: str, payload: dict[str, Any]) -> None:
+        lease = None if self.session is None else self.session.lease
         self.version = self.store.append(
-            self.run_id, [NewEvent(event_type, payload)], expected_version=self.version
+            self.run_id, [NewEvent(event_type, payload)], expected_version=self.version,
+            fence=lease,
         )
-        self.heartbeat()
-
-    def heartbeat(self) -> None:
-        """Renew the lease, at most every quarter TTL (a renewal is a store write)."""
-        if self.lease is None:
-            return
-        now = time.monotonic()
-        if now - self._last_beat >= self.lease.ttl_s / 4:
-            self.lease.heartbeat()
-            self._last_beat = now
 
     def release(self) -> None:
-        if self.lease is not None:
-            self.lease.release()
-            self.lease = None
+        if self.session is not None:
+            session, self.session = self.session, None
+            session.close()

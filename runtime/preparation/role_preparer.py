@@ -13,6 +13,7 @@ from domain.assets import (
     PreparationContext,
     PreparedAsset,
 )
+from domain.errors import SessionLost
 from runtime.preparation.candidates import list_candidates, materialize_candidate, reuse_snapshot
 from runtime.preparation.errors import ProviderMisbehaved
 from runtime.preparation.ledger import Ledger
@@ -71,7 +72,6 @@ class RolePreparer:
                 if reused is not None:
                     pool.append(reused)
                     continue
-            self.ledger.heartbeat()
             prepared = self._prepare(candidate_id, previous[1] if previous else None)
             if prepared is not None:
                 pool.append(prepared)
@@ -95,6 +95,8 @@ class RolePreparer:
             prepared = materialize_candidate(
                 self.provider, self._candidate(candidate_id), self.context
             )
+        except SessionLost:
+            raise  # not the candidate's fault: this session may no longer record anything
         except Exception as error:
             self.ledger.emit(
                 "CandidateRejected",

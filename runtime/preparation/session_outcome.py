@@ -3,7 +3,8 @@
 Success writes the preparation report. Any failure (including Ctrl-C) first appends
 ``RunFailed`` and writes the failed report, so the log tells what happened even though the
 error still propagates; problems while recording it become notes on the original error,
-which keeps its identity. The lease is released either way.
+which keeps its identity. The lease is released either way. A session that lost its lease
+(``SessionLost``) records and writes nothing: the run belongs to another session now.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from domain.errors import SessionLost, mark_recorded
 from runtime.deployment import Deployment
 from runtime.files import write_json_atomic
 from runtime.preparation.batch_job import PreparationJob
@@ -35,22 +37,27 @@ class PreparationResult:
     report_path: Path
 
 
-def write_report(store: Any, run_id: str, output: Path) -> Path:
+def write_report(store: Any, run_id: str, output: Path, fence: Any | None = None) -> Path:
     path = output / REPORT_NAME
-    write_json_atomic(path, preparation_report(store.read(run_id)))
+    write_json_atomic(path, preparation_report(store.read(run_id)), fence=fence)
     return path
 
 
 def record_failure(ledger: Ledger, output: Path, error: BaseException) -> None:
     """Append ``RunFailed`` and write the failed report; secondary failures become notes."""
+    if isinstance(error, SessionLost):
+        log.error("prepare.session_lost", run_id=ledger.run_id, detail=str(error))
+        return
     cause = error.__cause__ if isinstance(error, PreparationFailed) else error
     assert cause is not None
+    # RunCreated is in the log whatever happens next: this is the run's failure (exit 1).
+    mark_recorded(error, ledger.run_id)
     try:
         ledger.emit("RunFailed", run_failed_payload(PHASE, error, cause=cause))
     except Exception as secondary:
         error.add_note(f"recording RunFailed failed: {type(secondary).__name__}: {secondary}")
     try:
-        write_report(ledger.store, ledger.run_id, output)
+        write_report(ledger.store, ledger.run_id, output, ledger.fence)
     except Exception as secondary:
         error.add_note(f"writing {REPORT_NAME} failed: {type(secondary).__name__}: {secondary}")
 
@@ -59,7 +66,9 @@ def drive(job: PreparationJob) -> PreparationResult:
     """Run ``job``; return its deployments, or record the failure and re-raise it."""
     try:
         deployments = job.run()
-        report_path = write_report(job.ledger.store, job.ledger.run_id, job.output)
+        report_path = write_report(
+            job.ledger.store, job.ledger.run_id, job.output, job.ledger.fence
+        )
     except BaseException as error:
         record_failure(job.ledger, job.output, error)
         raise

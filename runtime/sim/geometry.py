@@ -8,7 +8,6 @@ the cache module) keeps the simulator usable on any deployment directory.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,11 +18,15 @@ import numpy as np
 import structlog
 import trimesh
 
+from runtime.inputs.json_text import load_json_strict
+from runtime.inputs.paths import resolve_inside
+from runtime.inputs.reading import read_bounded
 from runtime.sim.errors import SceneBuildError
 
 log = structlog.get_logger(__name__)
 
 _CYLINDER_SEGMENTS = 16
+MAX_JSON_BYTES = 8 << 20  # snapshot.json / asset.catalog.json of one package
 
 
 @dataclass(frozen=True)
@@ -113,11 +116,10 @@ def primitive_geometry(
 
 
 def _inside(root: Path, relpath: str, what: str) -> Path:
-    candidate = (root / relpath).resolve()
-    if not candidate.is_relative_to(root.resolve()):
-        raise SceneBuildError(f"{what}: path {relpath!r} escapes the package {root}")
+    """``root / relpath`` under the one containment rule (no escape, no symlink)."""
+    candidate = resolve_inside(root, relpath, where=what, error=SceneBuildError)
     if not candidate.is_file():
-        raise SceneBuildError(f"{what}: file {candidate} does not exist")
+        raise SceneBuildError(f"{what}: {candidate} is not a regular file")
     return candidate
 
 
@@ -146,10 +148,10 @@ def _piece(mesh: trimesh.Trimesh, path: Path) -> MeshPiece:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise SceneBuildError(f"{path}: cannot read JSON ({error})") from error
+    value = load_json_strict(
+        read_bounded(path, limit=MAX_JSON_BYTES, error=SceneBuildError), str(path),
+        error=SceneBuildError,
+    )
     if not isinstance(value, dict):
         raise SceneBuildError(f"{path}: expected a JSON object")
     return value

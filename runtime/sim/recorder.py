@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from domain.canonical import canonical_json, sha256_hex
-from runtime.files import write_bytes_atomic
+from runtime.files import Fence, write_bytes_atomic
 from runtime.sim.results import CommitReceipt
 
 PAYLOAD_SCHEMA_VERSION = 1
@@ -129,9 +129,14 @@ def trajectory_bytes(payload: Mapping[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def commit_trajectory(payload: Mapping[str, Any], path: Path | str) -> CommitReceipt:
-    """Durably write ``payload`` at ``path``; the receipt is only returned after fsync."""
+def commit_trajectory(
+    payload: Mapping[str, Any], path: Path | str, *, fence: Fence | None = None
+) -> CommitReceipt:
+    """Durably write ``payload`` at ``path``; the receipt is only returned after fsync.
+
+    ``fence`` (the collecting session) is checked right before the rename that publishes it.
+    """
     data = trajectory_bytes(payload)
     target = Path(path)
-    write_bytes_atomic(target, data)
+    write_bytes_atomic(target, data, fence=fence)
     return CommitReceipt(path=str(target), bytes=len(data), sha256=sha256_hex(data))

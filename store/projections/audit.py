@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from domain.errors import EventSchemaError
+
 AUDIT_SCHEMA_VERSION = 1
 
 # Which state each lifecycle event leaves a run in (RunResumed names its own target).
@@ -267,10 +269,32 @@ def audit_logs(logs: Mapping[str, Sequence[EventLike]]) -> dict[str, Any]:
     }
 
 
-def audit(store: ReadableStore) -> dict[str, Any]:
-    """Audit every run in ``store`` (reads the logs, then the pure :func:`audit_logs`)."""
-    logs = {}
+def unreadable_entry(run_id: str, error: EventSchemaError) -> dict[str, Any]:
+    """How a report names a run whose log could not be decoded: run, seq, reason."""
+    return {"run_id": run_id, "seq": error.seq, "reason": str(error)}
+
+
+def read_logs(store: ReadableStore) -> tuple[dict[str, Sequence[Any]], list[dict[str, Any]]]:
+    """Every run's log, and the runs whose log holds an event that cannot be decoded.
+
+    One corrupt row must not hide every other run: the broken run is set aside with the
+    first bad event (run, seq, reason) and the others are still read.
+    """
+    logs: dict[str, Sequence[Any]] = {}
+    unreadable = []
     for summary in store.list_runs():
         run_id = summary if isinstance(summary, str) else summary.run_id
-        logs[run_id] = store.read(run_id)
-    return audit_logs(logs)
+        try:
+            logs[run_id] = store.read(run_id)
+        except EventSchemaError as error:
+            unreadable.append(unreadable_entry(run_id, error))
+    return logs, unreadable
+
+
+def audit(store: ReadableStore) -> dict[str, Any]:
+    """Audit every readable run in ``store`` (the pure :func:`audit_logs` over
+    :func:`read_logs`); ``unreadable_runs`` names the runs left out and why."""
+    logs, unreadable = read_logs(store)
+    report = audit_logs(logs)
+    report["unreadable_runs"] = unreadable
+    return report

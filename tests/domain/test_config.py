@@ -18,6 +18,9 @@ def test_defaults_round_trip() -> None:
         "max_search_nodes": 1000,
         "settle_steps": 0,
         "record_trajectory": True,
+        "max_mesh_faces": 500_000,
+        "max_mesh_vertices": 1_500_000,
+        "max_collision_pieces": 64,
     }
     assert CollectionConfig.from_dict(config.to_dict()) == config
 

@@ -16,7 +16,7 @@ import trimesh
 
 from domain.assets import PreparationContext, PreparedAsset
 from domain.canonical import canonical_json, sha256_hex, sha256_json
-from domain.errors import AssetValidationError
+from domain.errors import AssetValidationError, SessionLost
 from runtime.assets.cache import prepare_package
 from runtime.assets.mesh_writers import obj_bytes
 from runtime.assets.snapshot import read_snapshot, verify_prepared_asset
@@ -385,3 +385,72 @@ def test_losing_a_preparation_race_reuses_the_winner(
     asset = prepare(package, tmp_path / "cache")
     verify_prepared_asset(asset)
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [asset.content_sha256]
+
+
+class Fence:
+    """A session stand-in: ``lost`` makes its check raise, as a taken-over session's does."""
+
+    tag = "0123456789ab.7"
+
+    def __init__(self, lost: bool = False) -> None:
+        self.lost, self.checks = lost, 0
+
+    def check(self) -> None:
+        self.checks += 1
+        if self.lost:
+            raise SessionLost("lease of '0123456789ab' (token 7) was lost")
+
+
+def test_a_staged_folder_damaged_before_publishing_is_never_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone deletes a file in the temporary folder after it was built (what a resumer
+    that wrongly cleaned it up did): the re-verification right before the rename refuses."""
+    import runtime.assets.cache as cache_module
+
+    real_build = cache_module._build
+
+    def build_then_damage(tmp: Path, *args: Any, **kwargs: Any) -> PreparedAsset:
+        asset = real_build(tmp, *args, **kwargs)
+        (tmp / "mesh.obj").unlink()
+        return asset
+
+    monkeypatch.setattr(cache_module, "_build", build_then_damage)
+    fence = Fence()
+    with pytest.raises(AssetValidationError, match=r"mesh.obj: file is missing") as refused:
+        prepare_package(
+            make_package(tmp_path / "pkg"), candidate_id="c", locator="l",
+            context=PreparationContext(str(tmp_path / "cache"), fence=fence),
+        )
+    assert "was not published" in "".join(refused.value.__notes__)
+    assert list((tmp_path / "cache").iterdir()) == []  # no digest folder, no temp folder
+    assert fence.checks == 0
+
+
+def test_a_lost_session_publishes_no_snapshot(tmp_path: Path) -> None:
+    fence = Fence(lost=True)
+    with pytest.raises(SessionLost):
+        prepare_package(
+            make_package(tmp_path / "pkg"), candidate_id="c", locator="l",
+            context=PreparationContext(str(tmp_path / "cache"), fence=fence),
+        )
+    assert fence.checks == 1
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_a_fenced_snapshot_names_its_temp_folder_after_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+    real_rename = os.rename
+
+    def rename(src: Any, dst: Any) -> None:
+        seen.append(Path(src).name)
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    prepare_package(
+        make_package(tmp_path / "pkg"), candidate_id="c", locator="l",
+        context=PreparationContext(str(tmp_path / "cache"), fence=Fence()),
+    )
+    assert len(seen) == 1 and seen[0].startswith(".tmp-0123456789ab.7-")

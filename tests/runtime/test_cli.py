@@ -76,7 +76,9 @@ def test_queries_do_not_create_a_missing_database(
     url = f"sqlite:///{missing}"
     for command in (["runs"], ["show", "r"], ["audit"], ["resume", "r"], ["db", "current"]):
         assert main([*command, "--db", url]) == 2
-        assert capsys.readouterr().err.startswith(f"assetcast: error: --db {url}: no database at ")
+        assert capsys.readouterr().err.startswith(
+            f"assetcast: error: database {url}: no database file at "
+        )
     assert not missing.exists()
 
 

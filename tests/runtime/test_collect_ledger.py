@@ -36,14 +36,18 @@ class Watched:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def append(self, run_id: str, events: Any, *, expected_version: int) -> int:
+    def append(
+        self, run_id: str, events: Any, *, expected_version: int, fence: Any = None
+    ) -> int:
         self.appends.append((threading.current_thread().name, [e.type for e in events]))
         if self.on_append is not None:
             self.on_append()
         if self.fail_at is not None and len(self.appends) == self.fail_at[0]:
             raise self.fail_at[1]
         time.sleep(self.delay_s)
-        return self.inner.append(run_id, events, expected_version=expected_version)
+        return self.inner.append(
+            run_id, events, expected_version=expected_version, fence=fence
+        )
 
 
 def prepared(tmp_path: Path, catalog: Path, **kwargs: Any) -> tuple[Watched, str]:
@@ -114,14 +118,14 @@ def test_lease_heartbeat_keeps_the_lease_alive_while_the_writer_appends(
     store.delay_s = 0.25  # every append outlasts a third of the TTL
     expiries: list[bool] = []
     store.on_append = lambda: expiries.append(store.inner.lease_info(run_id).expires_at > utcnow())
-    session = CollectorSession.open(store.inner, run_id, ttl_s=0.4)
+    session = CollectorSession.open(store.inner, run_id, ttl_s=0.4, heartbeat_s=0.13)
     started = time.monotonic()
     try:
         run_collection(run_id, store=store, session=session, progress=False)
     finally:
         session.close()
     assert time.monotonic() - started > 1.0  # several TTLs long
-    assert session._lost is None
+    assert session.lost is None
     assert expiries and all(expiries)
     assert fold(run_id, store.inner.read(run_id)).state == "completed"
 
@@ -133,7 +137,9 @@ class Gate:
         self.open = threading.Event()
         self.entered: list[int] = []
 
-    def append(self, run_id: str, events: Any, *, expected_version: int) -> int:
+    def append(
+        self, run_id: str, events: Any, *, expected_version: int, fence: Any = None
+    ) -> int:
         self.entered.append(expected_version)
         assert self.open.wait(10)
         return expected_version + len(events)
@@ -165,3 +171,58 @@ def test_synchronous_depth_zero_appends_in_the_caller() -> None:
     writer = LedgerWriter(gate, "run-x", 0, depth=0)
     writer.submit([("A", {})], Tag("start", None, None))
     assert gate.entered == [0] and writer.drain() == 1
+
+
+def test_trajectory_committed_is_logged_only_once_its_event_is_durable(
+    tmp_path: Path, catalog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log line is a claim about the ledger: at the moment it is written, the store
+    must already hold that episode's TrajectoryCommitted (appends lag behind on purpose)."""
+    import runtime.collect as collect_module
+
+    store, run_id = prepared(tmp_path, catalog)
+    store.delay_s = 0.05  # the writer is always behind the simulator
+    claims: list[tuple[int, int, bool]] = []
+    real_log = collect_module.log
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real_log, name)
+
+        def info(self, event: str, **fields: Any) -> None:
+            if event == "trajectory_committed":
+                key = (fields["batch_index"], fields["episode_index"])
+                logged = {
+                    (e.payload["batch_index"], e.payload["episode_index"])
+                    for e in store.inner.read(run_id) if e.type == "TrajectoryCommitted"
+                }
+                claims.append((*key, key in logged))
+            real_log.info(event, **fields)
+
+    monkeypatch.setattr(collect_module, "log", Spy())
+    collect(run_id, store=store, progress=False)
+    commits = [e for e in store.inner.read(run_id) if e.type == "TrajectoryCommitted"]
+    assert len(claims) == len(commits) > 0
+    assert all(durable for _b, _e, durable in claims), claims
+
+
+def test_on_durable_runs_after_the_append_and_never_for_a_failed_one() -> None:
+    gate = Gate()
+    writer = LedgerWriter(gate, "run-x", 10, depth=1)
+    seen: list[list[int]] = []
+    writer.submit([("A", {})], Tag("episode", 0, 0), lambda: seen.append(list(gate.entered)))
+    time.sleep(0.2)
+    assert seen == []  # the append is still waiting at the gate
+    gate.open.set()
+    writer.drain()
+    assert seen == [[10]]
+    writer.close()
+
+    class Refusing:
+        def append(self, *args: Any, **kwargs: Any) -> int:
+            raise ConcurrencyError("stale")
+
+    failing = LedgerWriter(Refusing(), "run-y", 3, depth=0)
+    with pytest.raises(ConcurrencyError):
+        failing.submit([("A", {})], Tag("episode", 0, 0), lambda: seen.append([-1]))
+    assert seen == [[10]]

@@ -11,7 +11,7 @@ import pytest
 
 from domain.canonical import sha256_hex
 from domain.config import CollectionConfig
-from domain.errors import AssetValidationError, DeploymentInvalid
+from domain.errors import AssetValidationError, DeploymentInvalid, SessionLost
 from domain.matching import resolve_asset_set
 from runtime.assets.demo_catalog import write_demo_catalog
 from runtime.assets.providers import DirectoryAssetProvider
@@ -167,9 +167,14 @@ def test_failed_materialization_leaves_nothing_behind(
             output_dir=out / "batch_0000", batch_index=0,
         )
     assert list(out.iterdir()) == []
-    (out / ".batch_0001.partial-abc").mkdir()
-    assert [p.name for p in remove_temp_dirs(out)] == [".batch_0001.partial-abc"]
-    assert list(out.iterdir()) == []
+    (out / ".batch_0001.partial-0123456789ab.3-abc").mkdir()  # a dead session's
+    (out / ".batch_0002.partial-ba9876543210.4-abc").mkdir()  # a live session's
+    (out / ".batch_0003.partial-abc").mkdir()  # nobody's: cannot be proven dead
+    removed = remove_temp_dirs(out, lambda owner: owner == "0123456789ab")
+    assert [p.name for p in removed] == [".batch_0001.partial-0123456789ab.3-abc"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".batch_0002.partial-ba9876543210.4-abc", ".batch_0003.partial-abc",
+    ]
 
 
 def test_manifest_role_edit_is_caught_without_the_recorded_digest(copy: Path) -> None:
@@ -182,3 +187,46 @@ def test_manifest_role_edit_is_caught_without_the_recorded_digest(copy: Path) ->
     manifest_path.write_text(json.dumps(manifest))
     with pytest.raises(DeploymentInvalid, match=f"{manifest_path}: role 'bin' disagrees"):
         validate_deployment(copy)
+
+
+class LostFence:
+    tag = "0123456789ab.2"
+
+    def check(self) -> None:
+        raise SessionLost("lease of '0123456789ab' (token 2) was lost")
+
+
+def test_a_lost_session_neither_publishes_nor_replaces_a_deployment(
+    prepared: Deployment, tmp_path: Path
+) -> None:
+    """The stale session must not put a batch folder in place, nor take away the one the
+    session that took over already published."""
+    spec = load_task(DEMO_TASK)
+    requirements = spec.asset_requirements
+    assert requirements is not None
+    pools = {
+        role: [read_snapshot(prepared.path / f"assets/{entry['content_sha256']}")]
+        for role, entry in prepared.manifest["roles"].items()
+    }
+    resolved = resolve_asset_set(
+        requirements, pools, seed=0, max_candidates_per_role=4, max_search_nodes=100
+    )
+    out = tmp_path / "out"
+    with pytest.raises(SessionLost):
+        materialize_deployment(
+            DEMO_TASK, requirements, resolved, output_dir=out / "batch_0000", batch_index=0,
+            fence=LostFence(),
+        )
+    assert list(out.iterdir()) == []
+    published = materialize_deployment(
+        DEMO_TASK, requirements, resolved, output_dir=out / "batch_0000", batch_index=0
+    )
+    before = (published.path / "manifest.json").read_bytes()
+    with pytest.raises(SessionLost):
+        materialize_deployment(
+            DEMO_TASK, requirements, resolved, output_dir=out / "batch_0000", batch_index=0,
+            fence=LostFence(),
+        )
+    assert [p.name for p in out.iterdir()] == ["batch_0000"]
+    assert validate_deployment(out / "batch_0000").manifest_sha256 == published.manifest_sha256
+    assert (out / "batch_0000" / "manifest.json").read_bytes() == before

@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -408,17 +411,30 @@ def test_resume_redoes_a_deleted_deployment_without_new_facts(
     )
     # A copy of the log that stops just before PreparationCompleted: a run killed there.
     copy = InMemoryEventStore()
-    events = [NewEvent(e.type, e.payload) for e in store.read(result.run_id)]
+    # Its session ran in a process that is gone now (a finished child's pid).
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    dead_pid = int(child.stdout)
+    events = [
+        NewEvent(e.type, {**e.payload, "pid": dead_pid} if e.type == "PreparationStarted"
+                 else e.payload)
+        for e in store.read(result.run_id)
+    ]
+    dead_session = events[1].payload["session_id"]
     created = NewEvent("RunCreated", {**events[0].payload, "run_id": "run-copy"})
     copy.append("run-copy", [created], expected_version=0)
     copy.append("run-copy", events[1:-1], expected_version=1)
     manifest_before = (out / "batch_0000" / "manifest.json").read_bytes()
     shutil.rmtree(out / "batch_0000")
-    (out / ".batch_0000.partial-dead").mkdir()
+    dead = out / f".batch_0000.partial-{dead_session}.1-dead"
+    unknown = out / ".batch_0000.partial-0123456789ab.7-alive"  # nobody the log knows
+    dead.mkdir()
+    unknown.mkdir()
 
     resumed = resume_preparation("run-copy", store=copy)
     assert (out / "batch_0000" / "manifest.json").read_bytes() == manifest_before
-    assert not (out / ".batch_0000.partial-dead").exists()
+    assert not dead.exists()
+    assert unknown.is_dir()  # could be a stalled writer's: never deleted
     # The logged DeploymentMaterialized still holds (same manifest digest): no new fact.
     assert types(copy, "run-copy")[-2:] == ["RunResumed", "PreparationCompleted"]
     assert resumed.deployments[0].asset_set_id == result.deployments[0].asset_set_id
@@ -476,3 +492,37 @@ def test_resume_rejects_a_snapshot_tampered_after_it_was_logged(
     assert report["roles"]["item"]["prepared"] == package_count - 1  # latest outcome wins
     assert report["roles"]["item"]["rejections"][0]["candidate_id"] == "cup-r020"
     assert copy.state("run-cut").state == "prepared"
+
+
+class SlowFirstCandidate(DirectoryAssetProvider):
+    """One candidate takes several lease TTLs to materialize (like a huge mesh); meanwhile
+    another session tries to take the run over."""
+
+    def __init__(self, root: Path, store: Any, hold_s: float) -> None:
+        super().__init__(root)
+        self.store, self.hold_s, self.refusals = store, hold_s, []
+
+    def materialize(self, candidate: AssetCandidate, context: PreparationContext) -> Any:
+        if not self.refusals:
+            (summary,) = self.store.list_runs()
+            deadline = time.monotonic() + self.hold_s
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                with pytest.raises(LeaseHeld) as refused:
+                    self.store.acquire_lease(summary.run_id, owner="intruder", ttl_s=30)
+                self.refusals.append(str(refused.value))
+        return super().materialize(candidate, context)
+
+
+def test_a_step_longer_than_the_lease_keeps_it_thanks_to_the_heartbeat(
+    catalog: Path, tmp_path: Path
+) -> None:
+    store = EventStore(f"sqlite:///{tmp_path / 'ledger.db'}")
+    slow = SlowFirstCandidate(catalog, store, hold_s=2.5)  # 2.5 TTLs
+    result = prepare(
+        DEMO_TASK, providers(catalog, item=slow), cfg=CollectionConfig(max_batches=1),
+        output_dir=tmp_path / "out", store=store, lease_ttl_s=1.0,
+    )
+    assert len(slow.refusals) >= 5 and all("is held by owner" in r for r in slow.refusals)
+    assert "LeaseTakenOver" not in types(store, result.run_id)
+    assert store.state(result.run_id).state == "prepared"

@@ -140,7 +140,7 @@ def test_corrupt_committed_trajectory_stops_resume(
         resume(run_id, store=store, progress=False)
 
 
-def test_unlogged_recordings_are_reported_and_ignored(
+def test_unlogged_recordings_are_moved_to_quarantine(
     store: Any, tmp_path: Path, catalog: Path
 ) -> None:
     run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=4)
@@ -149,8 +149,16 @@ def test_unlogged_recordings_are_reported_and_ignored(
     stray.write_bytes(b"written just before the crash")
     result = resume(run_id, store=store, progress=False)
     assert result.unlogged_recordings == (stray,)
+    assert not stray.exists()  # nothing reading recordings/** sees it any more
+    resumer = [e.payload for e in store.read(run_id) if e.type == "RunResumed"][-1]
+    moved = tmp_path / "out" / "quarantine" / resumer["session_id"] / stray.relative_to(
+        tmp_path / "out"
+    )
+    assert moved.read_bytes() == b"written just before the crash"
     paths = [e.payload["path"] for e in store.read(run_id) if e.type == "TrajectoryCommitted"]
-    assert all(not (tmp_path / "out" / p).samefile(stray) for p in paths)
+    on_disk = sorted(p.relative_to(tmp_path / "out").as_posix()
+                     for p in (tmp_path / "out" / "recordings").rglob("*") if p.is_file())
+    assert on_disk == sorted(paths)
     assert (1, 1) in commits(store, run_id)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -34,12 +35,14 @@ def _deploy(root: Path, name: str, relpaths: dict[str, str], item: str, bin_: st
     path = root / f"{name}.yaml"
     mapping = task_mapping({"package": relpaths[item]}, {"package": relpaths[bin_]})
     path.write_text(yaml.safe_dump(mapping, sort_keys=False))
-    # TaskEnvironment reads <dir>/task.yaml; keep one task file per directory
+    # TaskEnvironment reads <dir>/task.yaml; a task names only packages inside its folder
     folder = root / name
     folder.mkdir()
-    (folder / "task.yaml").write_text(
-        path.read_text().replace("package: cache/", "package: ../cache/")
-    )
+    for relpath in (relpaths[item], relpaths[bin_]):
+        snapshot = Path(relpath).parent
+        if not (folder / snapshot).exists():
+            shutil.copytree(root / snapshot, folder / snapshot)
+    (folder / "task.yaml").write_text(path.read_text())
     return folder
 
 
@@ -69,10 +72,10 @@ def test_demo_catalog_pairs(
 def test_place_on_platform_support_region(prepared: tuple[Path, dict[str, str]]) -> None:
     root, relpaths = prepared
     folder = root / "support"
-    folder.mkdir()
+    shutil.copytree(root / "cache", folder / "cache")
     mapping = task_mapping(
-        {"package": "../" + relpaths["block-040"]},
-        {"package": "../" + relpaths["platform-200x200"]},
+        {"package": relpaths["block-040"]},
+        {"package": relpaths["platform-200x200"]},
         program=[
             {"skill": "pick", "object": "item"},
             {"skill": "place", "object": "item", "target": "bin", "relation": "supported_by"},
@@ -96,10 +99,10 @@ def test_place_on_platform_support_region(prepared: tuple[Path, dict[str, str]])
 
 def _pour_folder(root: Path, name: str, relpaths: dict[str, str], pour: dict) -> Path:
     folder = root / name
-    folder.mkdir()
+    shutil.copytree(root / "cache", folder / "cache")
     mapping = task_mapping(
-        {"package": "../" + relpaths["bottle-mouth-r015"]},
-        {"package": "../" + relpaths["cup-r035"]},
+        {"package": relpaths["bottle-mouth-r015"]},
+        {"package": relpaths["cup-r035"]},
         program=[{"skill": "pick", "object": "item"}, pour],
         final_checks=[
             {"check": "target_upright", "target": "bin"},

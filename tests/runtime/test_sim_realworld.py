@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -131,13 +132,16 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     relpaths = {}
     for name, folder in made.items():
         asset = prepare_package(folder, candidate_id=name, locator=str(folder), context=context)
-        relpaths[name] = f"../cache/{asset.content_sha256}/asset.catalog.json"
+        relpaths[name] = f"cache/{asset.content_sha256}/asset.catalog.json"
     return root, relpaths
 
 
 def _deployment(root: Path, relpaths: dict[str, str], item: str, container: str) -> Path:
     folder = root / f"deploy-{item}-{container}"
     folder.mkdir()
+    for name in (item, container):  # a task names only packages inside its folder
+        snapshot = Path(relpaths[name]).parent
+        shutil.copytree(root / snapshot, folder / snapshot)
     mapping = task_mapping({"package": relpaths[item]}, {"package": relpaths[container]})
     (folder / "task.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
     return folder

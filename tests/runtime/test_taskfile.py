@@ -63,7 +63,9 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_directory(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=rf"^{tmp_path}: task file is a directory$"):
+    with pytest.raises(
+        ConfigError, match=rf"^{tmp_path}: task file is a directory, not a regular file$"
+    ):
         load_task(tmp_path)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,46 @@ def test_replaced_manifest_is_reported(pristine: tuple[list, Path]) -> None:
     [problem] = verify_events("r", events).problems
     assert problem.startswith(f"batch 0: {manifest.resolve()}: manifest digest ")
     assert "differs from the recorded" in problem
+
+
+def test_a_forged_receipt_pointing_at_another_episodes_file_fails(
+    pristine: tuple[list, Path],
+) -> None:
+    """The forgery copies episode 0's receipt (path, bytes, SHA-256) into episode 1's: the
+    file checks alone would pass twice over one file."""
+    events, _ = pristine
+    receipts = [e for e in events if e.type == "TrajectoryCommitted"]
+    first, second = receipts
+    forged_payload = {**first.payload, "episode_index": second.payload["episode_index"]}
+    forged = [replace(e, payload=forged_payload) if e is second else e for e in events]
+    result = verify_events("r", forged)
+    path = first.payload["path"]
+    assert result.problems == [
+        f"batch 0 episode 1: committed path {path} is not this episode's file (b0000_e0001.pt)",
+        f"batch 0 episode 1: committed path {path} is already the trajectory of batch 0 "
+        "episode 0",
+    ]
+    assert result.trajectories_checked == 1  # one file, counted once
+
+
+def test_a_receipt_outside_its_sessions_folder_fails(pristine: tuple[list, Path]) -> None:
+    events, out = pristine
+    receipt = next(e for e in events if e.type == "TrajectoryCommitted")
+    moved = f"elsewhere/{Path(receipt.payload['path']).name}"
+    (out / "elsewhere").mkdir()
+    shutil.copy(out / receipt.payload["path"], out / moved)
+    forged = [
+        replace(e, payload={**e.payload, "path": moved}) if e is receipt else e for e in events
+    ]
+    [problem] = verify_events("r", forged).problems
+    assert problem.startswith(f"batch 0 episode 0: committed path {moved} is outside the "
+                              "recording folder recordings/run_")
+
+
+def test_a_log_that_does_not_fold_fails(pristine: tuple[list, Path]) -> None:
+    events, _ = pristine
+    judged = next(i for i, e in enumerate(events) if e.type == "EpisodeJudged")
+    broken = events[:judged] + events[judged + 1:]  # an episode without its verdict
+    problems = verify_events("r", broken).problems
+    assert problems[0].startswith(f"log: seq {events[judged].seq + 1} ")
+    assert "does not fold" in problems[0]

@@ -26,9 +26,10 @@ def test_upgrade_empty_file_to_head_from_any_cwd(
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     monkeypatch.chdir(tmp_path)  # scripts are found relative to the package, not the CWD
     assert current(url) is None
-    assert upgrade(url) == head_revision() == "0001_initial"
-    assert current(url) == "0001_initial"
-    assert upgrade(url) == "0001_initial"  # idempotent
+    assert not (tmp_path / "fresh.db").exists()  # reading the revision never creates the file
+    assert upgrade(url) == head_revision() == "0002_lease_token"
+    assert current(url) == "0002_lease_token"
+    assert upgrade(url) == "0002_lease_token"  # idempotent
     engine = make_engine(url)
     try:
         tables = set(sa.inspect(engine).get_table_names())
