@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from domain.canonical import sha256_hex
+from domain.errors import AssetcastInputError
 from runtime.export.errors import NoAcceptedEpisodes, TaskMismatch, TrajectoryVerificationFailed
 
 
@@ -33,6 +34,7 @@ class Provenance:
     assets: dict[str, dict[str, str]]  # role -> {asset_id, content_sha256}
     trajectory_sha256: str
     commit_seq: int
+    camera_files: dict[str, str] = field(default_factory=dict)  # "<camera>.<modality>" -> sha
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,15 +45,20 @@ class Provenance:
             "assets": {role: dict(self.assets[role]) for role in sorted(self.assets)},
             "trajectory_sha256": self.trajectory_sha256,
             "commit_seq": self.commit_seq,
+            "camera_files": {k: self.camera_files[k] for k in sorted(self.camera_files)},
         }
 
 
 @dataclass(frozen=True)
 class EpisodeData:
-    """One trajectory's arrays (float64 as recorded) and its metadata."""
+    """One trajectory's arrays (float64 as recorded) and its metadata; with cameras, their
+    decoded frames (``cameras``: the cameras reader's ``EpisodeFrames``) and each camera's
+    RGB video bytes as committed (``videos``), both checked against the commit receipt."""
 
     arrays: dict[str, np.ndarray]
     metadata: dict[str, Any]
+    cameras: Any = None
+    videos: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def num_actions(self) -> int:
@@ -66,6 +73,8 @@ class CommittedEpisode:
     trajectory_path: Path
     trajectory_bytes: int
     deployment_path: Path
+    output_dir: Path = Path(".")
+    receipt: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def load(self) -> EpisodeData:
         """Read the trajectory once, check size and SHA-256 against the receipt, decode it."""
@@ -91,7 +100,33 @@ class CommittedEpisode:
 
         metadata = json.loads(payload.pop("metadata"))
         arrays = {k: v.numpy() for k, v in payload.items() if hasattr(v, "numpy")}
-        return EpisodeData(arrays=arrays, metadata=metadata)
+        files = list(self.receipt.get("files") or ())
+        if not files:
+            return EpisodeData(arrays=arrays, metadata=metadata)
+        return EpisodeData(arrays, metadata, *self._camera_files(files))
+
+    def _camera_files(self, files: list[dict[str, Any]]) -> tuple[Any, dict[str, bytes]]:
+        """Decoded frames of every camera and the committed RGB videos, all verified."""
+        from runtime.sim.cameras.reader import read_episode_frames
+
+        try:
+            frames = read_episode_frames(self.output_dir, self.receipt)
+        except AssetcastInputError as error:
+            raise TrajectoryVerificationFailed(
+                f"run {self.provenance.run_id}: {error}"
+            ) from None
+        videos = {}
+        for entry in files:
+            if entry["modality"] != "rgb":
+                continue
+            path = _resolve(entry["path"], self.output_dir)
+            data = path.read_bytes()
+            if len(data) != int(entry["bytes"]) or sha256_hex(data) != entry["sha256"]:
+                raise TrajectoryVerificationFailed(
+                    f"run {self.provenance.run_id}: camera file {path} differs from its receipt"
+                )
+            videos[entry["camera"]] = data
+        return frames, videos
 
 
 @dataclass(frozen=True)
@@ -176,10 +211,16 @@ def run_source(run_id: str, events: Sequence[Any]) -> RunSource:
                     assets=assets,
                     trajectory_sha256=receipt["sha256"],
                     commit_seq=seq,
+                    camera_files={
+                        f"{f['camera']}.{f['modality']}": f["sha256"]
+                        for f in receipt.get("files") or ()
+                    },
                 ),
                 trajectory_path=_resolve(receipt["path"], output_dir),
                 trajectory_bytes=int(receipt["bytes"]),
                 deployment_path=deployments[batch_index],
+                output_dir=output_dir,
+                receipt=dict(receipt),
             )
         )
     return RunSource(

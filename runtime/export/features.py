@@ -136,3 +136,37 @@ def control_fps(episodes: Sequence[tuple[str, EpisodeData]]) -> int:
     if len(rates) != 1:
         raise TaskMismatch(f"episodes are recorded at different rates: {sorted(rates)} frames/s")
     return rates.pop()
+
+
+@dataclass(frozen=True)
+class CameraLayout:
+    """The cameras every episode shares: name -> (height, width, modalities), one stride."""
+
+    cameras: dict[str, tuple[int, int, tuple[str, ...]]]
+    stride: int  # control intervals between two camera frames (1: a frame every step)
+
+
+def camera_layout(episodes: Sequence[tuple[str, EpisodeData]]) -> CameraLayout:
+    """The shared camera layout (empty without cameras); differences are refused."""
+    layouts = set()
+    for name, data in episodes:
+        cameras = {} if data.cameras is None else data.cameras.cameras
+        entries = {
+            cam: (int(c.metadata["height"]), int(c.metadata["width"]),
+                  tuple(c.metadata["modalities"]))
+            for cam, c in cameras.items()
+        }
+        strides = {int(c.metadata["stride"]) for c in cameras.values()} or {1}
+        if len(strides) != 1:
+            raise TaskMismatch(f"{name}: cameras record at different rates {sorted(strides)}")
+        layouts.add((tuple(sorted(entries.items())), strides.pop()))
+    if len(layouts) != 1:
+        raise TaskMismatch("episodes record different cameras; one dataset needs one layout")
+    entries, stride = layouts.pop()
+    return CameraLayout(dict(entries), stride)
+
+
+def frame_rows(data: EpisodeData, stride: int) -> np.ndarray:
+    """Trajectory samples that become dataset frames: every ``stride``-th, each followed by
+    an action (so the final observation is never a frame of its own)."""
+    return np.arange(0, data.num_actions, stride, dtype=np.int64)

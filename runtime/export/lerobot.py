@@ -25,9 +25,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData
-from runtime.export.features import Column, common_columns, control_fps, values
+from runtime.export.errors import TaskMismatch
+from runtime.export.features import (
+    Column,
+    camera_layout,
+    common_columns,
+    control_fps,
+    frame_rows,
+    values,
+)
 from runtime.export.sink import FileSink
-from runtime.export.stats import stats_by_feature
+from runtime.export.stats import image_stats, stats_by_feature
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -37,6 +45,7 @@ DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 MANIFEST_PATH = "meta/assetcast.json"
+VIDEO_KEY = "observation.images.{camera}"
 PROVENANCE_PREFIX = "assetcast/"
 INDEX_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_index")
 # Fixed writer options: with the same pyarrow, the same table gives the same bytes.
@@ -74,11 +83,14 @@ def _feature(dtype: str, width: int, names: Sequence[str] | None) -> dict[str, A
 
 
 def episode_frames(
-    columns: Sequence[Column], data: EpisodeData, episode_index: int, start: int, fps: int
+    columns: Sequence[Column], data: EpisodeData, episode_index: int, start: int, fps: int,
+    stride: int = 1,
 ) -> dict[str, np.ndarray]:
-    """Every feature of one episode's frames as ``[frames, width]`` arrays."""
-    frames = data.num_actions
-    block = {column.lerobot_key: values(column, data)[:frames] for column in columns}
+    """Every feature of one episode's frames as ``[frames, width]`` arrays (every
+    ``stride``-th control step when cameras record at a lower rate)."""
+    rows = frame_rows(data, stride)
+    frames = len(rows)
+    block = {column.lerobot_key: values(column, data)[rows] for column in columns}
     frame_index = np.arange(frames, dtype=np.int64)
     done = frame_index == frames - 1
     block["next.reward"] = done.astype(np.float64)[:, None]
@@ -161,8 +173,14 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
     """Write every file of the dataset for ``source`` into ``sink``; return its totals."""
     loaded = [(_episode_name(e), data) for e, data in source.iter_loaded()]
     columns = common_columns(loaded)
-    fps = control_fps(loaded)
+    layout = camera_layout(loaded)
+    rate = control_fps(loaded)
+    if rate % layout.stride:
+        raise TaskMismatch(f"cameras record every {layout.stride} steps of {rate} frames/s: "
+                           "not a whole number of frames/s")
+    fps = rate // layout.stride
     features = features_of(columns)
+    videos = [cam for cam, (_h, _w, modalities) in layout.cameras.items() if "rgb" in modalities]
 
     # Group episodes into data files by estimated size; an episode never spans two files.
     row_bytes = sum((8 if f["dtype"] == "int64" else 4) * f["shape"][0] for f in features.values())
@@ -184,8 +202,8 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
         chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
         blocks = []
         for i in group:
-            block = episode_frames(columns, loaded[i][1], i, start, fps)
-            count = loaded[i][1].num_actions
+            block = episode_frames(columns, loaded[i][1], i, start, fps, layout.stride)
+            count = len(block["index"])
             blocks.append(block)
             episode_rows.append(
                 {
@@ -196,6 +214,7 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
                     "data/file_index": file_index,
                     "dataset_from_index": start,
                     "dataset_to_index": start + count,
+                    **_episode_videos(videos, loaded[i][1], i, count, fps, sink),
                     "meta/episodes/chunk_index": 0,
                     "meta/episodes/file_index": 0,
                     **{
@@ -214,13 +233,19 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
 
     for row, episode in zip(episode_rows, source.episodes, strict=True):
         for key, value in episode.provenance.to_dict().items():
-            if key == "assets":
+            if isinstance(value, dict):
                 value = json.dumps(value, sort_keys=True, separators=(",", ":"))
             row[PROVENANCE_PREFIX + key] = value
     sink.write(EPISODES_PATH.format(chunk_index=0, file_index=0),
                _parquet_bytes(_episodes_table(episode_rows)))
     sink.write("meta/tasks.parquet", _parquet_bytes(_tasks_table(source.instruction)))
     stats = stats_by_feature({k: _concat(all_blocks, k) for k in features}, list(features))
+    for cam in videos:
+        key = VIDEO_KEY.format(camera=cam)
+        frames = [d.cameras.cameras[cam].frames["rgb"][: len(frame_rows(d, layout.stride))]
+                  for _n, d in loaded]
+        stats[key] = image_stats(np.concatenate(frames))
+        features[key] = _video_feature(loaded[0][1].videos[cam], layout.cameras[cam], fps)
     sink.write("meta/stats.json", json_bytes(stats))
     total_frames = start
     info = {
@@ -235,11 +260,61 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
         "fps": fps,
         "splits": {"train": f"0:{len(loaded)}"},
         "data_path": DATA_PATH,
-        "video_path": None,
+        "video_path": VIDEO_PATH if videos else None,
         "features": features,
     }
     sink.write("meta/info.json", json_bytes(info))
     return {"total_episodes": len(loaded), "total_frames": total_frames}
+
+
+def _episode_videos(
+    cameras: Sequence[str], data: EpisodeData, episode_index: int, frames: int, fps: int,
+    sink: FileSink,
+) -> dict[str, Any]:
+    """Each camera's committed H.264 file, copied byte for byte as the episode's own video
+    file (``from_timestamp`` 0), and the episode columns that point at it; per-episode image
+    stats ride along with the other ``stats/`` columns."""
+    row: dict[str, Any] = {}
+    chunk_index, file_index = divmod(episode_index, CHUNKS_SIZE)
+    for cam in cameras:
+        key = VIDEO_KEY.format(camera=cam)
+        sink.write(
+            VIDEO_PATH.format(video_key=key, chunk_index=chunk_index, file_index=file_index),
+            data.videos[cam],
+        )
+        row[f"videos/{key}/chunk_index"] = chunk_index
+        row[f"videos/{key}/file_index"] = file_index
+        row[f"videos/{key}/from_timestamp"] = 0.0
+        row[f"videos/{key}/to_timestamp"] = frames / fps
+        for stat, value in image_stats(data.cameras.cameras[cam].frames["rgb"][:frames]).items():
+            row[f"stats/{key}/{stat}"] = np.asarray(value, dtype=np.float64).reshape(-1).tolist()
+    return row
+
+
+def _video_feature(video: bytes, camera: tuple[int, int, tuple[str, ...]], fps: int) -> dict:
+    import io
+
+    import av
+
+    height, width, _modalities = camera
+    with av.open(io.BytesIO(video)) as container:
+        stream = container.streams.video[0]
+        codec, pix_fmt = stream.codec_context.name, stream.codec_context.pix_fmt
+    return {
+        "dtype": "video",
+        "shape": [height, width, 3],
+        "names": ["height", "width", "channels"],
+        "info": {
+            "video.height": height,
+            "video.width": width,
+            "video.codec": codec,
+            "video.pix_fmt": pix_fmt,
+            "video.is_depth_map": False,
+            "video.fps": fps,
+            "video.channels": 3,
+            "has_audio": False,
+        },
+    }
 
 
 def _episodes_table(rows: list[dict[str, Any]]) -> pa.Table:
@@ -254,6 +329,8 @@ def _episodes_table(rows: list[dict[str, Any]]) -> pa.Table:
                                                    else pa.float64()))
         elif isinstance(sample, str):
             array = pa.array(column, type=pa.string())
+        elif isinstance(sample, float):
+            array = pa.array(column, type=pa.float64())
         else:
             array = pa.array(column, type=pa.int64())
         arrays.append(array)

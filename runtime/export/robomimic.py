@@ -7,7 +7,8 @@
         states           [T, D]  robot qpos + qvel + entity poses (assetcast's state vector)
         actions          [T, A]  (+ actions_<name> for further action representations)
         rewards, dones   [T]     sparse: 1 at the last step of an accepted episode
-        obs/<key>        [T, ...] observation before each action
+        obs/<key>        [T, ...] observation before each action; cameras as <camera>_image
+                         (uint8 HWC), <camera>_depth (uint16 mm, HW1), <camera>_segmentation
         next_obs/<key>   [T, ...] observation after it
     mask/train, mask/valid       demo names, a seeded split that is stable as episodes are added
 
@@ -25,11 +26,19 @@ import numpy as np
 
 from domain.canonical import canonical_json, sha256_hex
 from runtime.export.episodes import DatasetSource
-from runtime.export.features import ACTION_KEY, common_columns, control_fps, values
+from runtime.export.features import (
+    ACTION_KEY,
+    camera_layout,
+    common_columns,
+    control_fps,
+    frame_rows,
+    values,
+)
 
 VALID_FRACTION = 0.1
 LIBVER = ("v110", "v110")
 _STATE_KEYS = ("robot_qpos", "robot_qvel", "entity_pose")
+_OBS_SUFFIX = {"rgb": "image", "depth": "depth", "segmentation": "segmentation"}
 
 
 def is_valid_split(trajectory_sha256: str, seed: int, fraction: float = VALID_FRACTION) -> bool:
@@ -53,7 +62,9 @@ def write_robomimic(
     loaded = [(f"run {e.provenance.run_id} batch {e.provenance.batch_index} episode "
                f"{e.provenance.episode_index}", data) for e, data in source.iter_loaded()]
     columns = common_columns(loaded)
-    fps = control_fps(loaded)
+    layout = camera_layout(loaded)
+    stride = layout.stride
+    fps = control_fps(loaded) // stride
     observations = [c for c in columns if c.kind == "observation"]
     actions = [c for c in columns if c.kind == "action"]
     total = 0
@@ -62,17 +73,19 @@ def write_robomimic(
     with h5py.File(path, "w", libver=LIBVER, track_order=True) as handle:
         data_group = handle.create_group("data", track_order=True)
         for i, (episode, (_name, data)) in enumerate(zip(source.episodes, loaded, strict=True)):
-            steps = data.num_actions
+            rows = frame_rows(data, stride)
+            steps = len(rows)
+            after = np.minimum(rows + stride, data.num_actions)
             demo = data_group.create_group(f"demo_{i}", track_order=True)
             demo.attrs["num_samples"] = steps
             demo.attrs["model_file"] = model_file(episode.deployment_path)
             for key, value in episode.provenance.to_dict().items():
-                demo.attrs[key] = canonical_json(value) if key == "assets" else value
-            state_parts = [values(c, data)[:steps] for c in observations if c.source in _STATE_KEYS]
+                demo.attrs[key] = canonical_json(value) if isinstance(value, dict) else value
+            state_parts = [values(c, data)[rows] for c in observations if c.source in _STATE_KEYS]
             _dataset(demo, "states", np.concatenate(state_parts, axis=1))
             for column in actions:
                 name = "actions" if column.source == ACTION_KEY else column.source
-                _dataset(demo, name, values(column, data))
+                _dataset(demo, name, values(column, data)[rows])
             done = np.zeros(steps, dtype=np.int64)
             done[-1] = 1
             _dataset(demo, "rewards", done.astype(np.float64))
@@ -81,8 +94,17 @@ def write_robomimic(
             next_obs = demo.create_group("next_obs", track_order=True)
             for column in observations:
                 matrix = values(column, data)
-                _dataset(obs, column.source, matrix[:steps])
-                _dataset(next_obs, column.source, matrix[1 : steps + 1])
+                _dataset(obs, column.source, matrix[rows])
+                _dataset(next_obs, column.source, matrix[after])
+            for cam in layout.cameras:
+                frames = data.cameras.cameras[cam].frames
+                last = min(len(f) for f in frames.values()) - 1
+                index = np.arange(steps)
+                for modality, array in frames.items():
+                    key = f"{cam}_{_OBS_SUFFIX[modality]}"
+                    image = array if array.ndim == 4 else array[..., None]
+                    _dataset(obs, key, image[index])
+                    _dataset(next_obs, key, image[np.minimum(index + 1, last)])
             total += steps
             name = f"demo_{i}".encode()
             (valid if is_valid_split(episode.provenance.trajectory_sha256, split_seed)
@@ -96,7 +118,12 @@ def write_robomimic(
                     "task_id": source.task_id,
                     "instruction": source.instruction,
                     "control_fps": fps,
-                    "observation_keys": [c.source for c in observations],
+                    "observation_keys": [c.source for c in observations] + [
+                        f"{cam}_{_OBS_SUFFIX[m]}"
+                        for cam, (_h, _w, modalities) in layout.cameras.items()
+                        for m in modalities
+                    ],
+                    "camera_stride": stride,
                     "names": {c.source: list(c.names) for c in columns},
                 },
             },
