@@ -13,6 +13,19 @@ import sys
 
 import numpy as np
 
+_VIDEOS: dict = {}
+
+
+def _video_frames(root: str, ds: object, episode: int, key: str) -> np.ndarray:
+    """The episode's frames of ``key`` decoded straight from its MP4 (PyAV), for comparison."""
+    import av
+
+    path = f"{root}/{ds.meta.get_video_file_path(episode, key)}"  # type: ignore[attr-defined]
+    if path not in _VIDEOS:
+        with av.open(path) as container:
+            _VIDEOS[path] = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    return _VIDEOS[path]
+
 
 def check_lerobot(root: str, expected: dict) -> dict:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
@@ -36,6 +49,11 @@ def check_lerobot(root: str, expected: dict) -> dict:
                 mismatches.append(f"timestamp of frame {row}")
             if item["task"] != str(expected["task"]):
                 mismatches.append(f"task of frame {row}: {item['task']!r}")
+            for key in ds.meta.video_keys:
+                want = _video_frames(root, ds, episode, key)[frame]
+                got = (item[key].permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
+                if not np.array_equal(got, want):
+                    mismatches.append(f"{key} of frame {row}")
             checked += 1
     return {
         "frames": len(ds),
@@ -44,6 +62,7 @@ def check_lerobot(root: str, expected: dict) -> dict:
         "checked": checked,
         "mismatches": mismatches,
         "stats_keys": sorted(ds.meta.stats["action"]),
+        "video_keys": list(ds.meta.video_keys),
     }
 
 

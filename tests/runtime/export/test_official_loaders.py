@@ -46,13 +46,17 @@ def test_lerobot_and_robomimic_load_the_export(collected: CollectedRun, tmp_path
     export_runs(store, [collected.run_id], DatasetSpec("lerobot", lerobot_dir))
     export_runs(store, [collected.run_id], DatasetSpec("robomimic", hdf5))
     episodes = trajectories(collected)
-    lengths = [t["actions"].shape[0] for t in episodes]
+    fps = json.loads((lerobot_dir / "meta" / "info.json").read_text())["fps"]
+    stride = 50 // fps  # cameras may record every few control steps; frames follow them
+    rows = [np.arange(0, t["actions"].shape[0], stride) for t in episodes]
+    lengths = [len(r) for r in rows]
     expected = tmp_path / "expected.npz"
     np.savez(
         expected,
-        state=np.concatenate([t["robot_qpos"][:n] for t, n in zip(episodes, lengths, strict=True)])
+        state=np.concatenate([t["robot_qpos"][r] for t, r in zip(episodes, rows, strict=True)])
         .astype(np.float32),
-        action=np.concatenate([t["actions"] for t in episodes]).astype(np.float32),
+        action=np.concatenate([t["actions"][r] for t, r in zip(episodes, rows, strict=True)])
+        .astype(np.float32),
         episode_lengths=np.array(lengths),
         episode_starts=np.cumsum([0, *lengths[:-1]]),
         task=np.array("Pick up the item, then place the item in the bin."),
@@ -76,7 +80,7 @@ def test_lerobot_and_robomimic_load_the_export(collected: CollectedRun, tmp_path
     lerobot = result["lerobot"]
     assert lerobot["frames"] == sum(lengths)
     assert lerobot["episodes"] == len(episodes)
-    assert lerobot["fps"] == 50
+    assert lerobot["fps"] == fps
     assert lerobot["checked"] >= 3 * len(episodes)
     assert lerobot["mismatches"] == []
     assert {"min", "max", "mean", "std", "count", "q01", "q99"} <= set(lerobot["stats_keys"])
