@@ -277,7 +277,7 @@ def _parse_robot(
     if "base_position_m" in raw:
         bx, by = f.numbers(raw["base_position_m"], base_path, source, arity=2)
     else:
-        bx, by = -table_xy[0] / 2 + inset, 0.0
+        bx, by = round(-table_xy[0] / 2 + inset, 9), 0.0  # no float noise in deployments
     if abs(bx) > table_xy[0] / 2 or abs(by) > table_xy[1] / 2:
         f.fail(
             base_path,

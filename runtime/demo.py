@@ -33,8 +33,9 @@ log = structlog.get_logger(__name__)
 DEFAULT_DEMO_ROOT = Path("assetcast-demo")
 ROOT_MARKER = ".assetcast-demo"
 # Seed 26's three batches show the three fates of an episode: a tile whose 5 mm clearance
-# leaves the fingers no room (physics rejects it: the fingers catch and lift the bin), an
-# item too wide for the gripper (the program refuses it), and a fit that is accepted.
+# leaves the fingers no room (physics and checks reject it: the Panda's fingers meet the
+# walls and the tile ends up wedged above the floor), an item too wide for the 8 cm hand (pick
+# refuses it), and an accepted fit.
 DEMO_CONFIG = CollectionConfig(seed=26, max_batches=3, episodes_per_batch=2, settle_steps=50)
 
 

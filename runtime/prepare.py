@@ -80,6 +80,9 @@ def prepare(
         raise AssetcastInputError(f"goal: expected 'prepare' or 'run', got {goal!r}")
     source = Path(task_path).resolve()
     spec, task_sha256 = load_task_with_digest(source)
+    from runtime.sim.robots import check_reach  # the simulator only loads for a real prepare
+
+    check_reach(spec, source=str(source))
     requirements = requirements_of(spec, source)
     entity_packages = entity_package_dirs(spec, source)
     check_entity_packages(entity_packages, cfg.mesh_limits)

@@ -64,6 +64,9 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
 
     cfg = collection_config(args)
     task = load_task(args.task)  # task errors before the database is even opened
+    from runtime.sim.robots import check_reach
+
+    check_reach(task, source=str(args.task))  # an entity out of the robot's reach is bad input
     if goal == "run":
         from runtime.sim.registry import unregistered_message, unregistered_names
 

@@ -11,9 +11,24 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+GANTRY_ROBOT = "{kind: parallel_gripper, max_opening_m: 0.09}"
+
 
 def demo_task_path() -> Path:
     return Path(str(resources.files("runtime") / "demo" / "task.yaml"))
+
+
+def gantry_demo_task(directory: Path) -> Path:
+    """The demo task on the fast gantry instead of the arm (collection and resume suites,
+    which test what happens around episodes, not the arm), written into ``directory``."""
+    text = demo_task_path().read_text(encoding="utf-8")
+    marker = "robot: {kind: franka_panda}"
+    if marker not in text:
+        raise ValueError(f"{demo_task_path()}: no {marker!r} line to swap for the gantry")
+    path = Path(directory) / "demo_task.gantry.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.replace(marker, f"robot: {GANTRY_ROBOT}"), encoding="utf-8")
+    return path
 
 
 def write_catalog(directory: Path) -> Path:
@@ -37,8 +52,12 @@ def prepare_demo_run(
     settle_steps: int = 20,
     record_trajectory: bool = True,
     goal: str = "run",
+    arm: bool = False,
 ) -> str:
-    """Prepare the demo task into ``output_dir`` and return the new run id."""
+    """Prepare the demo task into ``output_dir`` and return the new run id.
+
+    ``arm=False`` runs it on the gantry (fast); ``arm=True`` on the shipped Franka arm.
+    """
     from domain.config import CollectionConfig
     from runtime.prepare import prepare, providers_from_catalog_args
 
@@ -50,7 +69,8 @@ def prepare_demo_run(
         record_trajectory=record_trajectory,
     )
     providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
+    task = demo_task_path() if arm else gantry_demo_task(Path(output_dir).parent)
     result = prepare(
-        demo_task_path(), providers, cfg=cfg, output_dir=output_dir, store=store, goal=goal
+        task, providers, cfg=cfg, output_dir=output_dir, store=store, goal=goal
     )
     return result.run_id

@@ -29,7 +29,7 @@ from runtime.sim.geometry import (
     rotation_from_quat,
 )
 from runtime.sim.results import CheckResult, ProgramResult, ReplacementInfo
-from runtime.sim.robots import Column, Robot, TcpPose, Unreachable, robot_for
+from runtime.sim.robots import Column, Robot, TcpPose, Unreachable, check_reach, robot_for
 from runtime.taskfile import load_task
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ class TaskEnvironment:
             raise ValueError("settle_steps must be a non-negative integer")
         self.settle_steps = settle_steps
         self.robot: Robot = robot_for(task.scene.robot, task.scene.table.size_m)
+        check_reach(task, self.robot, source=str(Path(deployment_dir) / "task.yaml"))
         geometries = {
             e.entity_id: load_entity_geometry(task, e, deployment_dir) for e in task.scene.entities
         }
@@ -454,7 +455,8 @@ class TaskEnvironment:
             try:
                 solved = self.robot.solve(pose, previous_q)
             except Unreachable as error:
-                raise Unreachable(f"unreachable {waypoint} pose ({error})") from None
+                log.info("sim.unreachable", waypoint=waypoint, pose=pose, reason=str(error))
+                raise Unreachable(f"unreachable {waypoint} pose") from error
             for j in range(previous_k + 1, k + 1):
                 if j == k:
                     self.data.ctrl[self._arm_actuators] = solved
@@ -472,6 +474,18 @@ class TaskEnvironment:
                 return True
             self.step_control(recorder)
         return False
+
+    def can_reach(self, **changes: float) -> bool:
+        """Whether the commanded TCP pose with ``changes`` (x, y, z, yaw, tilt) is reachable."""
+        pose = self.arm_targets()
+        for index, name in enumerate(("x", "y", "z", "yaw", "tilt")):
+            if name in changes:
+                pose[index] = changes[name]
+        try:
+            self.robot.solve(TcpPose.from_array(pose), self.data.ctrl[self._arm_actuators].copy())
+        except Unreachable:
+            return False
+        return True
 
     def set_fingers(
         self, recorder: TrajectoryRecorder | None, half_opening: float, intervals: int

@@ -84,7 +84,9 @@ def pick(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
             f"the gripper opens {opening:.3f} m (needs {2 * GRASP_MARGIN_M:.3f} m margin)",
         )
     closing_axis = rot[:, axis]
-    yaw = _half_turn(math.atan2(closing_axis[1], closing_axis[0]) - math.pi / 2)
+    yaw = env.robot.grasp_yaw(
+        _half_turn(math.atan2(closing_axis[1], closing_axis[0]) - math.pi / 2)
+    )
     centre = env.to_world(eid, (lower + upper) / 2)
     world_lo, world_hi = env.entity_world_aabb(eid)
     bottom, top = float(world_lo[2]), float(world_hi[2])
@@ -252,6 +254,9 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
         _carry_over(
             env, recorder, aperture, float(aperture[2]) + 0.03, clear_z=target_top, align_to=target
         )
+        # Pouring works either way round; an arm may only reach one of them.
+        if not env.can_reach(tilt=tilt) and env.can_reach(tilt=-tilt):
+            tilt = -tilt
         env.move_tcp(recorder, tilt=tilt, speed_rad_s=1.5, waypoint="pour")
         env.hold(recorder, intervals=int(step.params.get("hold_intervals", 15)))
         env.move_tcp(recorder, tilt=0.0, speed_rad_s=1.5, waypoint="upright")

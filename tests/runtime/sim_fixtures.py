@@ -133,22 +133,27 @@ def task_mapping(
     final_checks: Sequence[Any] | None = None,
     initial_checks: Sequence[Any] | None = None,
     program: Sequence[Mapping[str, Any]] | None = None,
+    robot: Mapping[str, Any] | None = None,
+    positions: Sequence[Sequence[float]] = ((0.0, -0.15), (0.0, 0.15)),
 ) -> dict[str, Any]:
+    """A task mapping on the gantry (fast) unless ``robot`` names another robot kind."""
     return {
         "task_id": "place_item_in_bin",
         "scene": {
             "table": {"size_m": list(table_m)},
-            "robot": {"kind": "parallel_gripper", "max_opening_m": max_opening_m},
+            "robot": dict(robot)
+            if robot is not None
+            else {"kind": "parallel_gripper", "max_opening_m": max_opening_m},
             "entities": [
                 {
                     "entity_id": "item",
-                    "position_m": [0.0, -0.15],
+                    "position_m": list(positions[0]),
                     "yaw_deg": 0.0,
                     "asset": dict(item_asset),
                 },
                 {
                     "entity_id": "bin",
-                    "position_m": [0.0, 0.15],
+                    "position_m": list(positions[1]),
                     "yaw_deg": 0.0,
                     "asset": dict(bin_asset),
                 },

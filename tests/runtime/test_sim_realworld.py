@@ -136,13 +136,17 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return root, relpaths
 
 
-def _deployment(root: Path, relpaths: dict[str, str], item: str, container: str) -> Path:
-    folder = root / f"deploy-{item}-{container}"
+def _deployment(
+    root: Path, relpaths: dict[str, str], item: str, container: str, robot: dict | None = None
+) -> Path:
+    folder = root / f"deploy-{item}-{container}-{(robot or {}).get('kind', 'gantry')}"
     folder.mkdir()
     for name in (item, container):  # a task names only packages inside its folder
         snapshot = Path(relpaths[name]).parent
         shutil.copytree(root / snapshot, folder / snapshot)
-    mapping = task_mapping({"package": relpaths[item]}, {"package": relpaths[container]})
+    mapping = task_mapping(
+        {"package": relpaths[item]}, {"package": relpaths[container]}, robot=robot
+    )
     (folder / "task.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
     return folder
 
@@ -167,6 +171,25 @@ def test_user_meshes_pick_and_place_into_a_one_piece_mug(
     assert 0 < program.steps <= MAX_EPISODE_STEPS
     assert all(s.steps <= MAX_EPISODE_STEPS // 2 for s in program.skills)
     assert SETTLE_MAX_INTERVALS * 10 < MAX_EPISODE_STEPS
+    final = env.run_checks(env.task.checks.final)
+    assert [(c.name, c.status) for c in final] == [
+        ("inside_region", "passed"),
+        ("at_rest", "passed"),
+    ], [c.detail for c in final]
+    env.close()
+
+
+@pytest.mark.parametrize("item", ["scan", "glb"])
+def test_user_meshes_pick_and_place_into_the_mug_on_the_arm(
+    packages: tuple[Path, dict[str, str]], item: str
+) -> None:
+    root, relpaths = packages
+    folder = _deployment(root, relpaths, item, "mug", robot={"kind": "franka_panda"})
+    env = TaskEnvironment.from_deployment(folder, settle_steps=50)
+    env.reset(3)
+    assert checks_accept(env.run_checks(env.task.checks.initial))
+    program = env.run_program(None)
+    assert program.completed, program.detail
     final = env.run_checks(env.task.checks.final)
     assert [(c.name, c.status) for c in final] == [
         ("inside_region", "passed"),

@@ -40,8 +40,9 @@ def test_demo_task_parses_as_specified() -> None:
         ("on_table", "bin", None),
         ("target_upright", None, "bin"),
     ]
-    assert spec.scene.robot.kind == "parallel_gripper"
-    assert spec.scene.robot.max_opening_m == 0.09
+    assert spec.scene.robot.kind == "franka_panda"
+    assert spec.scene.robot.max_opening_m == 0.08  # the Panda hand's real stroke
+    assert spec.scene.robot.base_position_m == (-0.3, 0.0)  # middle of the -x table edge
     assert spec.entity("item").position_m == (0.0, -0.15)
     assert spec.entity("bin").position_m == (0.0, 0.15)
 
@@ -100,8 +101,8 @@ def test_alias_bomb_is_refused(tmp_path: Path) -> None:
 
 def test_single_alias_is_refused(tmp_path: Path) -> None:
     text = DEMO.read_text(encoding="utf-8").replace(
-        "  robot: {kind: parallel_gripper, max_opening_m: 0.09}",
-        "  robot: &r {kind: parallel_gripper, max_opening_m: 0.09}\n  extra: *r",
+        "  robot: {kind: franka_panda}",
+        "  robot: &r {kind: franka_panda}\n  extra: *r",
     )
     path = tmp_path / "alias.yaml"
     path.write_text(text, encoding="utf-8")

@@ -139,6 +139,11 @@ class Robot(ABC):
         """Names and units of the arrays of ``extra_observation`` and ``extra_action``."""
         return {}
 
+    def grasp_yaw(self, yaw: float) -> float:
+        """Of the two equivalent yaws of a symmetric two-finger grasp (``yaw`` and ``yaw`` ± pi),
+        the one this robot reaches most naturally; ``yaw`` is in (-pi/2, pi/2]."""
+        return yaw
+
     def arm_ctrl_pose(self, arm_ctrl: np.ndarray) -> TcpPose | None:
         """The pose commanded by ``arm_ctrl`` when it maps back exactly (gantry), else None."""
         return None
