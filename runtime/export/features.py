@@ -22,8 +22,21 @@ from runtime.export.errors import TaskMismatch
 TIME_KEY = "timestamps"
 ACTION_KEY = "actions"
 POSE_AXES = ("x", "y", "z", "qw", "qx", "qy", "qz")
-# LeRobot's conventional names for the primary state and action; other keys keep their own.
-LEROBOT_NAMES = {"robot_qpos": "observation.state", ACTION_KEY: "action"}
+LEROBOT_PREFIXES = ("observation.", "action.")
+
+
+def lerobot_key(key: str, kind: str, keys: Sequence[str]) -> str:
+    """LeRobot's name for a recorded array: keys the recorder already names LeRobot-style
+    (``observation.state``, ``action.ee_delta``) keep it; ``actions`` (what was applied) is
+    ``action``; the joint positions are ``observation.state`` unless the robot records its
+    own; everything else gets the ``observation.`` / ``action.`` prefix."""
+    if key.startswith(LEROBOT_PREFIXES):
+        return key
+    if key == ACTION_KEY:
+        return "action"
+    if key == "robot_qpos" and "observation.state" not in keys:
+        return "observation.state"
+    return f"{kind}.{key}"
 
 
 @dataclass(frozen=True)
@@ -34,18 +47,20 @@ class Column:
     kind: str  # "observation" (T + 1 rows) or "action" (T rows)
     names: tuple[str, ...]
     units: tuple[str, ...] | None = None
+    lerobot_key: str = ""  # the feature name in a LeRobot dataset
 
     @property
     def width(self) -> int:
         return len(self.names)
 
     @property
-    def lerobot_key(self) -> str:
-        if self.source in LEROBOT_NAMES:
-            return LEROBOT_NAMES[self.source]
+    def robomimic_key(self) -> str:
+        """The dataset name in a robomimic demo (``obs/<key>`` or an actions dataset)."""
         if self.kind == "action":
-            return "action." + self.source.removeprefix("actions_").removeprefix("action_")
-        return "observation." + self.source
+            if self.source == ACTION_KEY:
+                return ACTION_KEY
+            return "actions_" + self.source.removeprefix("action.").removeprefix("actions_")
+        return self.source.removeprefix("observation.")
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.source, "kind": self.kind, "names": list(self.names),
@@ -91,7 +106,8 @@ def columns_of(data: EpisodeData) -> tuple[Column, ...]:
             units = None
         columns.append(
             Column(key, kind, tuple(str(n) for n in names),
-                   tuple(str(u) for u in units) if units is not None else None)
+                   tuple(str(u) for u in units) if units is not None else None,
+                   lerobot_key(key, kind, list(data.arrays)))
         )
     return tuple(columns)
 

@@ -27,7 +27,6 @@ import numpy as np
 from domain.canonical import canonical_json, sha256_hex
 from runtime.export.episodes import DatasetSource
 from runtime.export.features import (
-    ACTION_KEY,
     camera_layout,
     common_columns,
     control_fps,
@@ -84,8 +83,7 @@ def write_robomimic(
             state_parts = [values(c, data)[rows] for c in observations if c.source in _STATE_KEYS]
             _dataset(demo, "states", np.concatenate(state_parts, axis=1))
             for column in actions:
-                name = "actions" if column.source == ACTION_KEY else column.source
-                _dataset(demo, name, values(column, data)[rows])
+                _dataset(demo, column.robomimic_key, values(column, data)[rows])
             done = np.zeros(steps, dtype=np.int64)
             done[-1] = 1
             _dataset(demo, "rewards", done.astype(np.float64))
@@ -94,8 +92,8 @@ def write_robomimic(
             next_obs = demo.create_group("next_obs", track_order=True)
             for column in observations:
                 matrix = values(column, data)
-                _dataset(obs, column.source, matrix[rows])
-                _dataset(next_obs, column.source, matrix[after])
+                _dataset(obs, column.robomimic_key, matrix[rows])
+                _dataset(next_obs, column.robomimic_key, matrix[after])
             for cam in layout.cameras:
                 frames = data.cameras.cameras[cam].frames
                 last = min(len(f) for f in frames.values()) - 1
@@ -118,13 +116,15 @@ def write_robomimic(
                     "task_id": source.task_id,
                     "instruction": source.instruction,
                     "control_fps": fps,
-                    "observation_keys": [c.source for c in observations] + [
+                    "observation_keys": [c.robomimic_key for c in observations] + [
                         f"{cam}_{_OBS_SUFFIX[m]}"
                         for cam, (_h, _w, modalities) in layout.cameras.items()
                         for m in modalities
                     ],
                     "camera_stride": stride,
-                    "names": {c.source: list(c.names) for c in columns},
+                    "names": {c.robomimic_key: list(c.names) for c in columns},
+                    "units": {c.robomimic_key: list(c.units) if c.units else None
+                              for c in columns},
                 },
             },
             sort_keys=True,
