@@ -42,6 +42,28 @@ REPEATS = 5
 LIVE_REPEATS = 3
 
 
+class FsyncTimer:
+    """Counts the time spent in os.fsync (durability), so the writer itself can be compared."""
+
+    def __init__(self) -> None:
+        self.seconds, self.calls, self._real = 0.0, 0, os.fsync
+
+    def __enter__(self) -> FsyncTimer:
+        def timed(fd: int) -> None:
+            start = time.perf_counter()
+            try:
+                self._real(fd)
+            finally:
+                self.seconds += time.perf_counter() - start
+                self.calls += 1
+
+        os.fsync = timed  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.fsync = self._real  # type: ignore[assignment]
+
+
 def _tree_bytes(path: Path) -> int:
     real = Path(os.path.realpath(path))
     if real.is_file():
@@ -84,16 +106,23 @@ def main() -> None:
         collect(run_id, store=store, progress=False)
         source = read_source(store, [run_id])
         frames = sum(e.load().num_actions for e in source.episodes)
-        ours, raw, robomimic = [], [], []
+        ours, raw, robomimic, ours_sync, raw_sync = [], [], [], [], []
+        ours_calls = raw_calls = 0
         our_bytes = raw_bytes = rm_bytes = 0
         for i in range(REPEATS):
-            start = time.perf_counter()
-            raw_bytes = raw_pyarrow(read_source(store, [run_id]), root / f"raw{i}.parquet")
-            raw.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            version = build_version(DatasetSpec("lerobot", root / f"ds{i}"),
-                                    read_source(store, [run_id]))
-            ours.append(time.perf_counter() - start)
+            with FsyncTimer() as synced:
+                start = time.perf_counter()
+                raw_bytes = raw_pyarrow(read_source(store, [run_id]), root / f"raw{i}.parquet")
+                raw.append(time.perf_counter() - start)
+            raw_sync.append(synced.seconds)
+            raw_calls = synced.calls
+            with FsyncTimer() as synced:
+                start = time.perf_counter()
+                version = build_version(DatasetSpec("lerobot", root / f"ds{i}"),
+                                        read_source(store, [run_id]))
+                ours.append(time.perf_counter() - start)
+            ours_sync.append(synced.seconds)
+            ours_calls = synced.calls
             our_bytes = _tree_bytes(root / f"ds{i}")
             assert version.written
             start = time.perf_counter()
@@ -112,6 +141,11 @@ def main() -> None:
         print(f"  robomimic hdf5 : {t_rm * 1000:8.1f} ms  {frames / t_rm:9.0f} frames/s  "
               f"{rm_bytes / mb / t_rm:7.2f} MB/s (incl. one scene MJCF per batch)")
         print(f"  export / raw throughput ratio: {t_raw / t_ours:.2f} (goal >= 0.8)")
+        s_ours, s_raw = statistics.median(ours_sync), statistics.median(raw_sync)
+        print(f"  of which fsync: export {s_ours * 1000:.1f} ms in {ours_calls} calls (every file "
+              f"and folder of the version, the rename, the link), raw {s_raw * 1000:.1f} ms in "
+              f"{raw_calls} call")
+        print(f"  ratio without fsync time: {(t_raw - s_raw) / (t_ours - s_ours):.2f}")
 
         plain, live = [], []
         for i in range(LIVE_REPEATS):
