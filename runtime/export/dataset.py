@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -282,7 +282,3 @@ def _write(
         file_target.discard(temporary)
         raise
     return files, totals
-
-
-def version_episodes(version: DatasetVersion) -> Sequence[dict[str, Any]]:
-    return version.manifest["episodes"]

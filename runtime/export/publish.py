@@ -93,7 +93,11 @@ class DirectoryTarget:
         return final
 
     def discard(self, temporary: Path) -> None:
+        """Drop a version that will not be published (and the versions folder, if this
+        was to be the first version: a refused export leaves nothing behind)."""
         shutil.rmtree(temporary, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.versions.rmdir()
 
     def _prune(self, keep: set[Path | None]) -> None:
         """Remove versions nobody can be reading any more (and a crashed writer's leftovers)."""
