@@ -10,6 +10,7 @@ Run: .venv/bin/python bench/bench_sim.py [episodes]
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import time
@@ -40,11 +41,13 @@ def _deployments(root: Path) -> dict[str, Path]:
         asset = prepare_package(
             packages[name], candidate_id=name, locator=str(packages[name]), context=context
         )
-        rel[name] = f"../cache/{asset.content_sha256}/asset.catalog.json"
+        rel[name] = f"assets/{asset.content_sha256}/asset.catalog.json"
     out = {}
     for label, robot in ROBOTS.items():
         folder = root / f"batch_{label}"
-        folder.mkdir()
+        for path in rel.values():  # a task names only packages inside its folder
+            snapshot = Path(path).parent
+            shutil.copytree(root / "cache" / snapshot.name, folder / snapshot)
         mapping = task_mapping(
             {"package": rel["block-040"]}, {"package": rel["bin-180x140"]}, robot=robot
         )

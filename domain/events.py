@@ -87,6 +87,13 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
     },
 }
 
+# type -> {field: kind} that a payload may omit (fields added after logs already existed).
+# ``TrajectoryCommitted.files``: the episode's camera files, each {camera (str or null),
+# modality, path, bytes, sha256}; absent in logs written before cameras existed.
+OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
+    "TrajectoryCommitted": {"files": _L},
+}
+
 NULLABLE: dict[str, frozenset[str]] = {
     "CandidateRejected": frozenset({"candidate_id"}),
     "CollectionStarted": frozenset({"recording_dir"}),
@@ -102,19 +109,27 @@ ENUMS: dict[tuple[str, str], frozenset[str]] = {
 EVENT_TYPES: frozenset[str] = frozenset(EVENT_FIELDS)
 
 # Precomputed per type, so validating an event does no lookups beyond its own spec:
-# (field set, ((field, kind, nullable, is_index), ...), ((field, allowed values), ...)).
+# (field set, ((field, kind, nullable, is_index), ...), ((field, allowed values), ...),
+#  optional field set).
 _FieldCheck = tuple[str, Any, bool, bool]
 _SPECS: dict[
-    str, tuple[frozenset[str], tuple[_FieldCheck, ...], tuple[tuple[str, frozenset[str]], ...]]
+    str,
+    tuple[
+        frozenset[str],
+        tuple[_FieldCheck, ...],
+        tuple[tuple[str, frozenset[str]], ...],
+        frozenset[str],
+    ],
 ] = {
     name: (
         frozenset(fields),
         tuple(
             (f, k, f in NULLABLE.get(name, frozenset()), k is int and f.endswith("_index"))
-            for f, k in fields.items()
+            for f, k in {**fields, **OPTIONAL_FIELDS.get(name, {})}.items()
             if k is not _A
         ),
         tuple((f, allowed) for (etype, f), allowed in ENUMS.items() if etype == name),
+        frozenset(OPTIONAL_FIELDS.get(name, {})),
     )
     for name, fields in EVENT_FIELDS.items()
 }
@@ -162,10 +177,12 @@ def validate_payload(
             f"{_where(run_id, seq, event_type)}: payload must be a JSON object, "
             f"got {type(payload).__name__}"
         )
-    keys, checks, enums = spec
-    if payload.keys() != keys:
+    keys, checks, enums, optional = spec
+    if payload.keys() != keys and not (
+        optional and keys <= payload.keys() and payload.keys() - keys <= optional
+    ):
         missing = sorted(keys - payload.keys())
-        extra = sorted(payload.keys() - keys)
+        extra = sorted(payload.keys() - keys - optional)
         detail = "; ".join(
             p for p in (
                 f"missing field(s) {', '.join(missing)}" if missing else "",
@@ -174,6 +191,8 @@ def validate_payload(
         )
         raise EventSchemaError(f"{_where(run_id, seq, event_type)}: {detail}")
     for field, kind, nullable, is_index in checks:
+        if field not in payload:  # an optional field that was left out
+            continue
         value = payload[field]
         if type(value) is kind:
             if is_index and value < 0:

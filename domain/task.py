@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain import fields as f
+from domain.cameras import CameraSpec, camera_to_dict, parse_cameras
 from domain.errors import ConfigError
 from domain.paths import contained_relpath
 from domain.requirements import RELATION_KINDS, AssetRequirements, parse_requirements
@@ -115,6 +116,7 @@ class TaskSpec:
     program: tuple[SkillStep, ...]
     checks: ChecksSpec
     asset_requirements: AssetRequirements | None = None
+    cameras: tuple[CameraSpec, ...] = ()
     instruction: str | None = None
 
     @property
@@ -374,7 +376,7 @@ def parse_task(mapping: Any, source: str | None = None) -> TaskSpec:
         "",
         source,
         required=("task_id", "scene", "program", "checks"),
-        optional=("asset_requirements", "instruction"),
+        optional=("asset_requirements", "cameras", "instruction"),
     )
     task_id = f.text(raw["task_id"], "task_id", source)
     instruction = None
@@ -405,7 +407,8 @@ def parse_task(mapping: Any, source: str | None = None) -> TaskSpec:
                     f"unknown entity {entity_id!r}",
                     source,
                 )
-    return TaskSpec(task_id, scene, program, checks, requirements, instruction)
+    cameras = parse_cameras(raw.get("cameras", []), "cameras", source)
+    return TaskSpec(task_id, scene, program, checks, requirements, cameras, instruction)
 
 
 _RELATION_WORDS = {"fits_inside": "in", "supported_by": "on", "pours_into": "into"}
@@ -507,6 +510,8 @@ def task_to_dict(spec: TaskSpec) -> dict[str, Any]:
             if role["query"]["category"] is None:
                 del role["query"]["category"]
         out["asset_requirements"] = requirements
+    if spec.cameras:
+        out["cameras"] = [camera_to_dict(camera) for camera in spec.cameras]
     if spec.instruction is not None:
         out["instruction"] = spec.instruction
     return out

@@ -216,6 +216,7 @@ class _Collector:
         self.factory = factory
         self.progress = progress
         self.env: Any = None
+        self.cameras: Any = None  # runtime.sim.cameras.CameraRig, built with the first batch
         self.deferred: list[tuple[str, dict[str, Any]]] = []
         self.phase = "start"
         self.batch_index: int | None = None
@@ -387,6 +388,7 @@ class _Collector:
             output_dir=plan.output_dir,
             recording_dir=self.recording_dir,
             fence=self.session,
+            cameras=self.camera_rig(task),
         )
         bar.set_postfix(
             batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
@@ -442,6 +444,22 @@ class _Collector:
         if ready:
             self.append_now(ready)
         self.phase = phase
+
+    def camera_rig(self, task: Any) -> Any:
+        """The session's camera rig (None when not recording or the task has no cameras)."""
+        if self.recording_dir is None or not task.cameras:
+            return None
+        if self.cameras is None:
+            from runtime.sim.cameras import CameraRig
+
+            self.cameras = CameraRig(task.cameras)
+        return self.cameras
+
+    def close_cameras(self) -> None:
+        """Free the renderers' GL contexts (before the model they draw goes away)."""
+        if self.cameras is not None:
+            cameras, self.cameras = self.cameras, None
+            cameras.close()
 
     def _record_unreset_episode(
         self, events: list[tuple[str, dict[str, Any]]], reset_error: BaseException
@@ -515,6 +533,7 @@ class _Collector:
         assert not self.deferred, "every batch ends with an append"
         env, self.env = self.env, None
         try:
+            self.close_cameras()
             env.close()
         except BaseException as error:
             self.append_now([self._closed_event(error)])
@@ -541,6 +560,7 @@ class _Collector:
             env, self.env = self.env, None
             close_error: BaseException | None = None
             try:
+                self.close_cameras()
                 env.close()
             except BaseException as exc:
                 close_error = exc
@@ -607,6 +627,25 @@ class _Collector:
         return True
 
 
+def refuse_bad_collection_input(
+    plan: CollectionPlan,
+    initial_checks: Sequence[CheckSpec] | None,
+    final_checks: Sequence[CheckSpec] | None,
+    environment_factory: EnvironmentFactory | None,
+) -> tuple[tuple[CheckSpec, ...] | None, tuple[CheckSpec, ...] | None, EnvironmentFactory]:
+    """Every bad-input refusal of a collection (exit 2), so that a caller about to record
+    something (``resume`` appending ``RunResumed``) can make them all first."""
+    initial = _check_specs(initial_checks, "initial_checks")
+    final = _check_specs(final_checks, "final_checks")
+    factory = environment_factory or default_environment_factory
+    if not callable(factory):
+        raise CollectionRefused("environment_factory must be callable")
+    if environment_factory is None:
+        _require_registered(plan, initial, final)
+        _check_cameras(plan)
+    return initial, final, factory
+
+
 def _require_registered(
     plan: CollectionPlan,
     initial: tuple[CheckSpec, ...] | None,
@@ -623,6 +662,21 @@ def _require_registered(
     missing = unregistered_names(task, initial, final)
     if missing:
         raise CollectionRefused(f"run {plan.run_id}: {unregistered_message(missing)}")
+
+
+def _check_cameras(plan: CollectionPlan) -> None:
+    """Refuse, before any event, cameras that cannot record (see check_task_cameras)."""
+    pending = plan.pending_batches()
+    if not pending or not plan.record_trajectory:
+        return
+    from runtime.taskfile import load_task
+
+    path = pending[0].deployment_path
+    task = load_task(path / "task.yaml")
+    if task.cameras:
+        from runtime.sim.cameras.rig import check_task_cameras
+
+        check_task_cameras(task, path)
 
 
 def run_collection(
@@ -645,16 +699,12 @@ def run_collection(
     Committed trajectories are verified against disk first unless the caller did so;
     ``known_events`` (a prefix of the log the caller already read) saves re-reading it.
     """
-    initial = _check_specs(initial_checks, "initial_checks")
-    final = _check_specs(final_checks, "final_checks")
-    factory = environment_factory or default_environment_factory
-    if not callable(factory):
-        raise CollectionRefused("environment_factory must be callable")
     events = list(known_events)
     events += store.read(run_id, after_seq=events[-1].seq if events else 0)
     plan = read_plan(run_id, events, episodes_per_batch=episodes_per_batch)
-    if environment_factory is None:
-        _require_registered(plan, initial, final)
+    initial, final, factory = refuse_bad_collection_input(
+        plan, initial_checks, final_checks, environment_factory
+    )
     committed = plan.committed()
     if not verified:
         verify_committed(run_id, plan.output_dir, committed)

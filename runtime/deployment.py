@@ -84,9 +84,7 @@ def temp_dirs_for(output_dir: Path) -> list[Path]:
     )
 
 
-def remove_temp_dirs(
-    output_dir: Path, is_dead: Callable[[str], bool] = lambda _owner: True
-) -> list[Path]:
+def remove_temp_dirs(output_dir: Path, is_dead: Callable[[str], bool]) -> list[Path]:
     """Delete the leftover temporary deployment folders whose writing session is provably
     dead (``is_dead(session_id)``); returns what was removed."""
     return remove_dead_temps(temp_dirs_for(Path(output_dir)), is_dead)
@@ -236,17 +234,32 @@ def materialize_deployment(
         fsync_tree(staging)
         if fence is not None:
             fence.check()
-        aside = target.parent / f"{stem}old-{secrets.token_hex(4)}"
-        if target.exists():
-            os.rename(target, aside)
-        os.rename(staging, target)
-        fsync_directory(target.parent)
-        shutil.rmtree(aside, ignore_errors=True)
+        if _already_published(target, manifest_bytes):
+            shutil.rmtree(staging, ignore_errors=True)  # idempotent: the same bytes are there
+        else:
+            aside = target.parent / f"{stem}old-{secrets.token_hex(4)}"
+            if target.exists():
+                os.rename(target, aside)
+            os.rename(staging, target)
+            fsync_directory(target.parent)
+            shutil.rmtree(aside, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     log.info("deployment.materialized", path=str(target), asset_set_id=resolved.set_id)
     return Deployment(target, batch_index, resolved.set_id, manifest, sha256_hex(manifest_bytes))
+
+
+def _already_published(target: Path, manifest_bytes: bytes) -> bool:
+    """``target`` is a valid deployment sealed by exactly ``manifest_bytes``: publishing
+    again would only make the folder vanish for a moment under a reader."""
+    if not (target / MANIFEST_NAME).is_file():
+        return False
+    try:
+        validate_deployment(target, expected_manifest_sha256=sha256_hex(manifest_bytes))
+    except AssetcastInputError:
+        return False
+    return True
 
 
 def _load_manifest(path: Path, expected_sha256: str | None) -> tuple[dict[str, Any], str]:

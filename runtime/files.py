@@ -105,13 +105,16 @@ def write_bytes_atomic(path: Path, data: bytes, *, fence: Fence | None = None) -
     """Write ``data`` so that ``path`` holds either the old or the whole new content.
 
     With ``fence``, its check runs right before the rename that publishes the file, so a
-    session that lost its lease leaves nothing under ``path``.
+    session that lost its lease leaves nothing under ``path``. A new file (a trajectory) is
+    checked once more after the rename and taken back if the lease was lost in between, so
+    even a process frozen between the check and the rename leaves nothing behind.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(
         prefix=temp_name(f".{path.name}.", fence), suffix=".tmp", dir=path.parent
     )
+    new_file = not path.exists()
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -124,6 +127,13 @@ def write_bytes_atomic(path: Path, data: bytes, *, fence: Fence | None = None) -
         Path(temporary).unlink(missing_ok=True)
         raise
     fsync_directory(path.parent)
+    if fence is not None and new_file:
+        try:
+            fence.check()
+        except BaseException:
+            path.unlink(missing_ok=True)
+            fsync_directory(path.parent)
+            raise
 
 
 def write_json_atomic(path: Path, payload: Any, *, fence: Fence | None = None) -> None:

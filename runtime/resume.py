@@ -23,7 +23,13 @@ from typing import Any
 import structlog
 
 from domain.errors import AssetcastInputError
-from runtime.collect import CollectionResult, collect, end_session, run_collection
+from runtime.collect import (
+    CollectionResult,
+    collect,
+    end_session,
+    refuse_bad_collection_input,
+    run_collection,
+)
 from runtime.collect_support.plan import read_plan
 from runtime.collect_support.recordings import verify_committed
 from runtime.session import CollectorSession
@@ -96,6 +102,13 @@ def _resume_under_lease(
     events = store.read(run_id)
     plan = read_plan(run_id, events, episodes_per_batch=collect_kwargs.get("episodes_per_batch"))
     verify_committed(run_id, plan.output_dir, plan.committed())
+    # Bad input is refused before RunResumed: exit 2 must mean nothing was recorded.
+    refuse_bad_collection_input(
+        plan,
+        collect_kwargs.get("initial_checks"),
+        collect_kwargs.get("final_checks"),
+        collect_kwargs.get("environment_factory"),
+    )
     from_state, to_state = state.state, phase
     if from_state != "prepared":  # prepared->prepared is not a transition; nothing to record
         store.append(

@@ -21,7 +21,7 @@ import structlog
 
 from domain.errors import AssetcastError
 from domain.state import Folder
-from runtime.collect_support.recordings import episode_file_name
+from runtime.collect_support.recordings import committed_files, episode_file_name
 from runtime.files import file_sha256
 from store.projections.audit import EventLike
 
@@ -112,18 +112,38 @@ def _receipt_problems(
     return problems, files
 
 
-def _check_trajectory(receipt: Mapping[str, Any], output_dir: str | None) -> str | None:
-    where = f"batch {receipt['batch_index']} episode {receipt['episode_index']}"
-    path = resolve_recorded_path(str(receipt["path"]), output_dir)
+def _check_file(what: str, entry: Mapping[str, Any], output_dir: str | None) -> str | None:
+    path = resolve_recorded_path(str(entry["path"]), output_dir)
     if not path.is_file():
-        return f"{where}: trajectory {path} is missing"
+        return f"{what} {path} is missing"
     size = path.stat().st_size
-    if size != int(receipt["bytes"]):
-        return f"{where}: trajectory {path} has {size} bytes, the log says {receipt['bytes']}"
+    if size != int(entry["bytes"]):
+        return f"{what} {path} has {size} bytes, the log says {entry['bytes']}"
     actual = file_sha256(path)
-    if actual != receipt["sha256"]:
-        return f"{where}: trajectory {path} sha256 {actual} != logged {receipt['sha256']}"
+    if actual != entry["sha256"]:
+        return f"{what} {path} sha256 {actual} != logged {entry['sha256']}"
     return None
+
+
+def _check_trajectory(receipt: Mapping[str, Any], output_dir: str | None) -> list[str]:
+    """Problems of one commit: its trajectory and every camera file it lists (each named
+    after its episode, beside the trajectory)."""
+    b, j = int(receipt["batch_index"]), int(receipt["episode_index"])
+    where = f"batch {b} episode {j}"
+    stem = episode_file_name(b, j).removesuffix(".pt")
+    folder = Path(str(receipt["path"])).parent
+    problems = []
+    for what, entry in committed_files(receipt):
+        logged = Path(str(entry["path"]))
+        if entry is not receipt and (logged.parent != folder or not logged.name.startswith(
+            f"{stem}."
+        )):
+            problems.append(f"{where}: {what} {logged} is not beside this episode's trajectory")
+            continue
+        problem = _check_file(what, entry, output_dir)
+        if problem is not None:
+            problems.append(f"{where}: {problem}")
+    return problems
 
 
 def _check_deployment(
@@ -194,9 +214,7 @@ def verify_events(
         if id(receipt) not in counted:
             continue  # its file is another receipt's; reported above, never counted twice
         result.trajectories_checked += 1
-        problem = _check_trajectory(receipt, output_dir)
-        if problem:
-            result.problems.append(problem)
+        result.problems.extend(_check_trajectory(receipt, output_dir))
     log.info(
         "run_verified",
         run_id=run_id,

@@ -56,6 +56,7 @@ def head_revision() -> str:
     return head
 
 
+@lru_cache(maxsize=1)
 def known_revisions() -> frozenset[str]:
     return frozenset(r.revision for r in _script().walk_revisions())
 

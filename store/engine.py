@@ -202,6 +202,30 @@ def _read_only_fs(path: Path) -> bool:
         return False
 
 
+_FS_IOC_GETFLAGS = 0x80086601
+_FS_IMMUTABLE_FL = 0x10
+
+
+def _immutable_file(path: Path) -> bool:
+    """True if the file carries the immutable attribute (``chattr +i``): nobody, root
+    included, can write it, so SQLite may read it without locks or a ``-shm`` file."""
+    try:
+        import array
+        import fcntl
+
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (ImportError, OSError):
+        return False
+    try:
+        flags = array.array("l", [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return bool(flags[0] & _FS_IMMUTABLE_FL)
+
+
 def _require_writable(url: str, path: Path, exists: bool) -> None:
     """A writer needs the file and its directory (SQLite's journal lives beside it)."""
     directory = path.parent
@@ -225,8 +249,9 @@ def _read_only_sqlite_url(parsed: URL, path: Path) -> tuple[URL, bool]:
     removes the ``-wal``/``-shm`` files it needs when the last connection closes, while
     a ``mode=ro`` connection would leave them behind. Where the file cannot be written
     (read-only mount, foreign directory), ``mode=ro``; if no writer can be active there
-    (a read-only filesystem, or no ``-wal`` and no way to create one), ``immutable=1``,
-    because ``mode=ro`` on a WAL database cannot create its ``-shm`` file there.
+    (a read-only filesystem, an immutable file, or no ``-wal`` and no way to create one),
+    ``immutable=1``, because ``mode=ro`` on a WAL database cannot create its ``-shm`` file
+    there (and would leave one behind where it can).
     """
     directory = path.parent
     read_only_fs = _read_only_fs(path)
@@ -237,7 +262,10 @@ def _read_only_sqlite_url(parsed: URL, path: Path) -> tuple[URL, bool]:
         return parsed, False
     has_wal = path.with_name(path.name + "-wal").exists()
     query = {**parsed.query, "mode": "ro", "uri": "true"}
-    if read_only_fs or (not has_wal and not os.access(directory, os.W_OK)):
+    if (
+        read_only_fs or _immutable_file(path)
+        or (not has_wal and not os.access(directory, os.W_OK))
+    ):
         query["immutable"] = "1"
     uri = "file:" + quote(str(path), safe="/")
     return parsed.set(database=uri, query=query), True

@@ -95,6 +95,13 @@ class SchemaMissing(SchemaError):
     """No assetcast schema, or assetcast tables without ``alembic_version``."""
 
 
+class SchemaMismatch(SchemaError):
+    """A table or column the recorded revision promises is not there (altered by hand)."""
+
+
+_MISMATCH_TEXT = "the schema does not match its recorded revision (altered outside assetcast?)"
+
+
 def redact(url: str) -> str:
     """``url`` without its password, even when SQLAlchemy cannot parse it."""
     from sqlalchemy.engine import make_url
@@ -181,6 +188,10 @@ def _translate_sqlite(
         return DatabaseCorrupt(url, f"the database file is damaged ({message})")
     if name.startswith("SQLITE_IOERR"):
         return DatabaseIOError(url, f"I/O error ({message})")
+    if name == "SQLITE_ERROR" and message.split(": ", 1)[-1].startswith(
+        ("no such table", "no such column", "table ", "has no column")
+    ):
+        return SchemaMismatch(url, f"{_MISMATCH_TEXT}: {message}")
     if name in ("SQLITE_PERM", "SQLITE_AUTH"):
         return DatabaseReadOnly(url, f"permission denied ({message})")
     return None
@@ -191,6 +202,8 @@ def _translate_sqlstate(sqlstate: str, url: str, message: str) -> StoreAccessErr
         return DatabaseUnreachable(url, f"connection lost or refused: {message}")
     if sqlstate.startswith("28"):
         return DatabaseUnreachable(url, f"authentication failed: {message}")
+    if sqlstate in ("42P01", "42703"):  # undefined table, undefined column
+        return SchemaMismatch(url, f"{_MISMATCH_TEXT}: {message}")
     if sqlstate == "3D000":
         return DatabaseNotFound(url, message)
     if sqlstate == "25006":

@@ -114,13 +114,18 @@ def _node_instances(doc: dict[str, Any], rel: str) -> dict[int, int]:
             if child in parents:
                 raise AssetValidationError(f"{rel}: nodes[{child}] has more than one parent")
             parents[child] = i
+    settled: set[int] = set()  # nodes whose chain of parents is known to end at a root
     for start in range(len(nodes)):
-        seen, node = set(), start
-        while node in parents:
-            if node in seen:
+        path: list[int] = []
+        on_path: set[int] = set()
+        node: int | None = start
+        while node is not None and node not in settled:
+            if node in on_path:
                 raise AssetValidationError(f"{rel}: the node hierarchy has a cycle")
-            seen.add(node)
-            node = parents[node]
+            path.append(node)
+            on_path.add(node)
+            node = parents.get(node)
+        settled.update(path)  # each node is walked once: linear in the number of nodes
     instances: dict[int, int] = {}
     for node in nodes:
         mesh = node.get("mesh") if isinstance(node, dict) else None

@@ -26,7 +26,11 @@ def load_mesh(path: Path, *, label: str, limits: MeshLimits | None = None) -> tr
     """
     kind = mesh_format(path.name, where=label)
     try:
-        loaded = trimesh.load(str(path), file_type=kind, force="mesh", process=False)
+        # Geometry only: preparation needs no texture, so none is decoded (an image can be
+        # a decompression bomb far larger than its file).
+        loaded = trimesh.load(
+            str(path), file_type=kind, force="mesh", process=False, skip_materials=True
+        )
     except Exception as exc:  # a malformed file is bad input whatever the loader raises
         raise AssetValidationError(
             f"{label}: mesh could not be loaded ({type(exc).__name__}: {exc})"

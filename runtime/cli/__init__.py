@@ -1,8 +1,11 @@
 """The ``assetcast`` command line.
 
 Exit codes are a contract for scripts: 0 success, 1 the run failed (its failure is in the
-log, ``assetcast forensics RUN`` tells the story), 2 bad input (one line on stderr naming
-what to fix, no traceback, nothing appended to the store), 130 interrupted.
+log, ``assetcast forensics RUN`` tells the story; or the store failed after the command had
+recorded events, and the line says the failure could not be recorded; or a report had to
+leave out a run whose log cannot be decoded, named on stderr), 2 bad input or an unusable
+store (one line on stderr naming what to fix or the database URL and cause, no traceback,
+nothing appended to the store), 130 interrupted.
 
 Command output (tables, JSON) goes to stdout; logs go to stderr (see runtime/logging.py).
 Heavy modules (the simulator, torch) are imported inside the commands that need them, so

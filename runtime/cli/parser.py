@@ -18,6 +18,7 @@ from domain.limits import (
 from runtime.cli.catalog_commands import cmd_catalog_check, cmd_catalog_demo, cmd_catalog_missing
 from runtime.cli.dataset_commands import cmd_export, cmd_verify_dataset
 from runtime.cli.db_command import cmd_db
+from runtime.cli.episode_command import cmd_episode
 from runtime.cli.exit_codes import PROG, UsageError
 from runtime.cli.query_commands import (
     cmd_audit,
@@ -124,6 +125,15 @@ def _prepare_flags(parser: argparse.ArgumentParser) -> None:
     _config_flags(parser)
 
 
+def _render_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--render-backend",
+        choices=["auto", "egl", "osmesa"],
+        help="offscreen OpenGL backend for cameras (default: $ASSETCAST_RENDER_BACKEND, "
+        "$MUJOCO_GL, else EGL then OSMesa)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -160,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"base seed (default {demo.seed}: its first batches include a physics rejection)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _render_flag(p)
 
     p = command("catalog", cmd_catalog_missing, "procedural demo catalog; check packages", db=False)
     catalog = p.add_subparsers(dest="catalog_command", metavar="ACTION", parser_class=_Parser)
@@ -176,22 +187,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("prepare", cmd_prepare, "acquire candidates, match asset sets, write deployments")
     _prepare_flags(p)
+    _render_flag(p)
 
     p = command("collect", cmd_collect, "collect episodes for a prepared run")
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _dataset_flag(p)
+    _render_flag(p)
 
     p = command("run", cmd_run, "prepare, then collect (resume finishes both)")
     _prepare_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _dataset_flag(p)
+    _render_flag(p)
 
     p = command("resume", cmd_resume, "finish what a failed or interrupted run set out to do")
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _dataset_flag(p)
+    _render_flag(p)
 
     p = command("runs", cmd_runs, "list runs")
     p.add_argument("--json", action="store_true", help="JSON instead of a table")
@@ -224,6 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("verify-dataset", cmd_verify_dataset,
                 "check a dataset against the log it projects (exit 1 naming each bad file)")
     p.add_argument("path", metavar="PATH")
+
+    p = command("episode", cmd_episode, "contact sheet and camera files of one episode")
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("batch", metavar="BATCH", type=int)
+    p.add_argument("episode", metavar="EPISODE", type=int)
+    p.add_argument("--frames", metavar="DIR", required=True, help="folder to write into")
 
     p = command("db", cmd_db, "event store schema: upgrade | current")
     p.add_argument("action", choices=["upgrade", "current"])

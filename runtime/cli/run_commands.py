@@ -57,6 +57,17 @@ def collection_config(args: argparse.Namespace) -> Any:
         raise ConfigError(flag, detail) from None
 
 
+def apply_render_backend(args: argparse.Namespace) -> None:
+    """``--render-backend`` wins over the environment for this process (and its children)."""
+    choice = getattr(args, "render_backend", None)
+    if choice:
+        import os
+
+        from runtime.sim.cameras.backend import BACKEND_ENV
+
+        os.environ[BACKEND_ENV] = choice
+
+
 def _prepare(args: argparse.Namespace, goal: str) -> Any:
     """Validate everything (task, catalogs, flags) before the first event is appended."""
     from runtime.prepare import new_run_id, prepare, providers_from_catalog_args
@@ -74,6 +85,11 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
         if missing:
             raise UsageError(f"{args.task}: {unregistered_message(missing)}")
     providers = providers_from_catalog_args(args.catalog)
+    if task.cameras and cfg.record_trajectory:
+        from runtime.sim.cameras.rig import check_task_cameras
+
+        apply_render_backend(args)
+        check_task_cameras(task, Path(args.task).parent, source=str(args.task))
     store = open_for_writing(args, create=True)
     run_id = new_run_id()
     args.run_id, args.run_start_version = run_id, 0
@@ -132,6 +148,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
     datasets = dataset_specs(args.dataset)
+    apply_render_backend(args)
     store = open_for_writing(args)
     args.run_start_version = require_run(store, args.run_id)
     result = collect(
@@ -150,6 +167,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
     datasets = dataset_specs(args.dataset)
+    apply_render_backend(args)
     store = open_for_writing(args)
     args.run_start_version = require_run(store, args.run_id)
     result = resume(
@@ -165,6 +183,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from runtime.demo import DEFAULT_DEMO_ROOT, run_demo
 
+    apply_render_backend(args)
     result = run_demo(
         Path(args.out) if args.out else DEFAULT_DEMO_ROOT,
         cfg=collection_config(args),

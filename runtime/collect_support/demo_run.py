@@ -18,16 +18,21 @@ def demo_task_path() -> Path:
     return Path(str(resources.files("runtime") / "demo" / "task.yaml"))
 
 
-def gantry_demo_task(directory: Path) -> Path:
-    """The demo task on the fast gantry instead of the arm (collection and resume suites,
-    which test what happens around episodes, not the arm), written into ``directory``."""
+def gantry_demo_task_text() -> str:
+    """The demo task on the fast gantry instead of the arm, for the suites that test what
+    happens around episodes (collection, resume, CLI), not the arm."""
     text = demo_task_path().read_text(encoding="utf-8")
     marker = "robot: {kind: franka_panda}"
     if marker not in text:
         raise ValueError(f"{demo_task_path()}: no {marker!r} line to swap for the gantry")
+    return text.replace(marker, f"robot: {GANTRY_ROBOT}")
+
+
+def gantry_demo_task(directory: Path) -> Path:
+    """``gantry_demo_task_text()`` written into ``directory``."""
     path = Path(directory) / "demo_task.gantry.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text.replace(marker, f"robot: {GANTRY_ROBOT}"), encoding="utf-8")
+    path.write_text(gantry_demo_task_text(), encoding="utf-8")
     return path
 
 

@@ -41,6 +41,7 @@ class EpisodeContext:
     output_dir: Path
     recording_dir: Path | None  # None: recording disabled
     fence: Any = None  # the session: checked right before a trajectory file is published
+    cameras: Any = None  # runtime.sim.cameras.CameraRig when the task has cameras
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,26 @@ def trajectory_metadata(ctx: EpisodeContext, episode_index: int, seed: int) -> d
     }
 
 
+def commit_frames(
+    env: Any, recorder: Any, ctx: EpisodeContext, batch_index: int, episode_index: int
+) -> list[dict[str, Any]]:
+    """Write the episode's camera files durably (none without cameras); their receipts."""
+    if ctx.cameras is None or ctx.recording_dir is None:
+        return []
+    from runtime.sim.cameras import control_rate_hz
+    from runtime.sim.cameras.storage import commit_episode_files
+
+    return commit_episode_files(
+        recorder,
+        ctx.recording_dir,
+        batch_index,
+        episode_index,
+        control_rate_hz=control_rate_hz(env),
+        log_path=lambda path: to_log_path(ctx.output_dir, path),
+        fence=ctx.fence,
+    )
+
+
 def run_episode(
     env: Any,
     ctx: EpisodeContext,
@@ -114,6 +135,10 @@ def run_episode(
     else:
         if ctx.recording_dir is not None:
             recorder = sim.TrajectoryRecorder.for_environment(env)
+            if ctx.cameras is not None:
+                from runtime.sim.cameras import FrameRecorder
+
+                recorder = FrameRecorder(recorder, ctx.cameras, env)
         program = env.run_program(recorder)
         events.append(
             (
@@ -148,6 +173,7 @@ def run_episode(
     )
     committed: dict[str, Any] | None = None
     if accepted and recorder is not None and ctx.recording_dir is not None:
+        files = commit_frames(env, recorder, ctx, b, j)
         payload = recorder.to_payload(trajectory_metadata(ctx, j, seed))
         receipt = sim.commit_trajectory(
             payload, ctx.recording_dir / episode_file_name(b, j), fence=ctx.fence
@@ -158,6 +184,7 @@ def run_episode(
             "path": to_log_path(ctx.output_dir, Path(receipt.path)),
             "bytes": int(receipt.bytes),
             "sha256": str(receipt.sha256),
+            "files": files,
         }
         events.append(("TrajectoryCommitted", committed))
     else:

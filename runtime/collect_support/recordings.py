@@ -3,6 +3,9 @@
 Paths in `TrajectoryCommitted` are relative to the run's output directory
 (``recordings/run_<session_id>/bNNNN_eNNNN.pt``), so a run directory can be moved as a whole.
 
+An episode's camera files (``TrajectoryCommitted.files``, see ``runtime.sim.cameras.storage``)
+are held to exactly the same rules as its trajectory: each one is part of the commit.
+
 Two different disagreements, two different answers:
 
 * a file the log says was committed is missing or has other bytes: the dataset is damaged.
@@ -58,26 +61,45 @@ def from_log_path(output_dir: Path, logged: str) -> Path:
     return path if path.is_absolute() else output_dir / path
 
 
+def committed_files(receipt: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(what, receipt)`` for the trajectory and every camera file of one commit."""
+    files: list[tuple[str, Mapping[str, Any]]] = [("trajectory", receipt)]
+    for entry in receipt.get("files") or ():
+        camera = entry.get("camera")
+        what = f"{camera} {entry.get('modality')}" if camera else str(entry.get("modality"))
+        files.append((f"camera file ({what})", entry))
+    return files
+
+
+def file_problem(path: Path, receipt: Mapping[str, Any]) -> str | None:
+    """Why ``path`` does not match its receipt (size, then SHA-256), or None."""
+    if not path.is_file():
+        return "is missing"
+    size = path.stat().st_size
+    if size != int(receipt["bytes"]):
+        return f"has {size} bytes, the log recorded {receipt['bytes']}"
+    actual = file_sha256(path)
+    if actual != receipt["sha256"]:
+        return f"has SHA-256 {actual}, the log recorded {receipt['sha256']}"
+    return None
+
+
 def verify_committed(
     run_id: str, output_dir: Path, committed: Mapping[tuple[int, int], Mapping[str, Any]]
 ) -> None:
-    """Check every committed trajectory's size and SHA-256; raise on the first mismatch."""
+    """Check every committed file's size and SHA-256 (trajectories and camera files alike);
+    raise on the first mismatch."""
     for (batch_index, episode_index), receipt in sorted(committed.items()):
-        path = from_log_path(output_dir, str(receipt["path"]))
-        where = f"run {run_id}: committed trajectory {path} (batch {batch_index}, episode "
-        where += f"{episode_index})"
-        if not path.is_file():
-            raise CommittedTrajectoryMissing(f"{where} is missing; the dataset is damaged")
-        size = path.stat().st_size
-        if size != int(receipt["bytes"]):
-            raise CommittedTrajectoryMissing(
-                f"{where} has {size} bytes, the log recorded {receipt['bytes']}"
-            )
-        actual = file_sha256(path)
-        if actual != receipt["sha256"]:
-            raise CommittedTrajectoryMissing(
-                f"{where} has SHA-256 {actual}, the log recorded {receipt['sha256']}"
-            )
+        for what, entry in committed_files(receipt):
+            path = from_log_path(output_dir, str(entry["path"]))
+            problem = file_problem(path, entry)
+            if problem is None:
+                continue
+            where = f"run {run_id}: committed {what} {path} (batch {batch_index}, episode "
+            where += f"{episode_index})"
+            if problem == "is missing":
+                problem += "; the dataset is damaged"
+            raise CommittedTrajectoryMissing(f"{where} {problem}")
 
 
 def unlogged_recordings(
@@ -87,7 +109,11 @@ def unlogged_recordings(
     root = output_dir / RECORDINGS_DIR
     if not root.is_dir():
         return ()
-    known = {from_log_path(output_dir, str(r["path"])).resolve() for r in committed.values()}
+    known = {
+        from_log_path(output_dir, str(entry["path"])).resolve()
+        for receipt in committed.values()
+        for _what, entry in committed_files(receipt)
+    }
     return tuple(
         sorted(
             p for p in root.rglob("*")

@@ -18,6 +18,9 @@ from domain.paths import ErrorFactory
 
 #: Deep enough for any descriptor, snapshot or glTF document we know of (glTF is < 10).
 MAX_JSON_DEPTH = 64
+#: Decoded JSON costs up to ~10x its text in Python objects; a glTF's JSON (its binary data
+#: lives in buffers) and every document we read are far smaller than this.
+MAX_JSON_BYTES = 16 << 20
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(rb"[\[\]{}]")
@@ -61,7 +64,9 @@ def _reject_constant(name: str) -> Any:
 def load_json_strict(
     data: bytes, source: str, *, error: ErrorFactory = AssetcastInputError
 ) -> Any:
-    """Decode JSON refusing deep nesting, duplicate keys and NaN/Infinity."""
+    """Decode JSON refusing oversized text, deep nesting, duplicate keys and NaN/Infinity."""
+    if len(data) > MAX_JSON_BYTES:
+        raise error(f"{source}: JSON is larger than {MAX_JSON_BYTES} bytes")
     check_json_depth(data, source, error=error)
     try:
         return json.loads(

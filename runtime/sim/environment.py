@@ -70,6 +70,7 @@ class TaskEnvironment:
         if type(settle_steps) is not int or settle_steps < 0:
             raise ValueError("settle_steps must be a non-negative integer")
         self.settle_steps = settle_steps
+        self.visual = bool(task.cameras)  # render-only meshes are built only for cameras
         self.robot: Robot = robot_for(task.scene.robot, task.scene.table.size_m)
         check_reach(task, self.robot, source=str(Path(deployment_dir) / "task.yaml"))
         geometries = {
@@ -81,7 +82,7 @@ class TaskEnvironment:
             table_xy=task.scene.table.size_m,
             robot=self.robot,
         )
-        sc.add_entities(self.spec, self._placements(self.order))
+        sc.add_entities(self.spec, self._placements(self.order), visual=self.visual)
         self._compile()
         self.constructions = 1
         self.replacements = 0
@@ -207,7 +208,7 @@ class TaskEnvironment:
         geometries = {**{k: old_geometries[k] for k in self.kept_order}, **new_roles}
         previous = (self.task, self.deployment_dir, old_geometries)
         self._adopt(task, directory, geometries)
-        sc.add_entities(self.spec, self._placements(self.role_order))
+        sc.add_entities(self.spec, self._placements(self.role_order), visual=self.visual)
         try:
             self._compile()
         except SceneBuildError as error:
@@ -215,7 +216,7 @@ class TaskEnvironment:
             for eid in self.role_order:
                 sc.remove_entity(self.spec, self.geometries[eid])
             self._adopt(*previous)
-            sc.add_entities(self.spec, self._placements(self.role_order))
+            sc.add_entities(self.spec, self._placements(self.role_order), visual=self.visual)
             try:
                 self._compile()
             except SceneBuildError as restore_error:

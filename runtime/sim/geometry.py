@@ -51,6 +51,7 @@ class EntityGeometry:
     content_sha256: str | None
     asset_id: str | None
     identity: tuple[Any, ...]  # compared when deciding that two entities are "the same"
+    visual_path: Path | None = None  # the package's visual mesh (what cameras show)
 
     @property
     def local_lower(self) -> np.ndarray:
@@ -125,7 +126,7 @@ def _inside(root: Path, relpath: str, what: str) -> Path:
 
 def _load_mesh(path: Path) -> trimesh.Trimesh:
     try:
-        mesh = trimesh.load(str(path), force="mesh", process=False)
+        mesh = trimesh.load(str(path), force="mesh", process=False, skip_materials=True)
     except Exception as error:  # trimesh raises many types for bad files
         raise SceneBuildError(f"{path}: cannot load mesh ({error})") from error
     if not isinstance(mesh, trimesh.Trimesh) or len(mesh.vertices) < 4:
@@ -201,6 +202,12 @@ def package_geometry(entity_id: str, catalog_path: Path, density: float) -> Enti
             log.warning("sim.visual_mesh_unusable", entity=entity_id, detail=str(error))
     points = np.concatenate([p.vertices for p in pieces])
     asset_id = descriptor.get("asset_id") if isinstance(descriptor, dict) else None
+    visual_path = None
+    if isinstance(visual, str):
+        try:
+            visual_path = _inside(root, visual, f"entity {entity_id!r}")
+        except SceneBuildError:
+            visual_path = None
     return EntityGeometry(
         entity_id=entity_id,
         primitive=None,
@@ -214,6 +221,7 @@ def package_geometry(entity_id: str, catalog_path: Path, density: float) -> Enti
             "package",
             content_sha256 or tuple((p.vertices.tobytes(), p.faces.tobytes()) for p in pieces),
         ),
+        visual_path=visual_path,
     )
 
 

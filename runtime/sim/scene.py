@@ -58,8 +58,12 @@ def add_entity(
     geometry: EntityGeometry,
     position_xy: tuple[float, float],
     yaw_deg: float,
+    *,
+    visual: bool = False,
 ) -> None:
-    """Add one free body; its frame is the package frame (origin at the bottom centre)."""
+    """Add one free body; its frame is the package frame (origin at the bottom centre).
+
+    ``visual``: also add the package's visual mesh as render-only geoms (for cameras)."""
     body = spec.worldbody.add_body(
         name=entity_body_name(geometry.entity_id),
         pos=[float(position_xy[0]), float(position_xy[1]), 0.0],
@@ -100,6 +104,11 @@ def add_entity(
             mass=geometry.mass * piece.volume / total,
             **common,
         )
+    if visual and geometry.visual_path is not None:
+        from runtime.sim.cameras.visuals import add_visual, load_visual_parts
+
+        parts = load_visual_parts(geometry.visual_path, geometry.content_sha256 or "")
+        add_visual(spec, body, geometry.entity_id, parts)
 
 
 def remove_entity(spec: mujoco.MjSpec, geometry: EntityGeometry) -> None:
@@ -107,6 +116,10 @@ def remove_entity(spec: mujoco.MjSpec, geometry: EntityGeometry) -> None:
     spec.delete(spec.body(entity_body_name(geometry.entity_id)))
     for index in range(len(geometry.pieces)):
         spec.delete(spec.mesh(_mesh_name(geometry.entity_id, index)))
+    if geometry.visual_path is not None:
+        from runtime.sim.cameras.visuals import remove_visual
+
+        remove_visual(spec, geometry.entity_id)
 
 
 def new_spec(
@@ -129,9 +142,11 @@ def new_spec(
 def add_entities(
     spec: mujoco.MjSpec,
     ordered: Iterable[tuple[EntityGeometry, tuple[float, float], float]],
+    *,
+    visual: bool = False,
 ) -> None:
     for geometry, position, yaw in ordered:
-        add_entity(spec, geometry, position, yaw)
+        add_entity(spec, geometry, position, yaw, visual=visual)
 
 
 def world_points(geometry: EntityGeometry, pos: np.ndarray, rot: np.ndarray) -> np.ndarray:

@@ -1,12 +1,15 @@
 """The resume guarantee, tested the hard way: SIGKILL the collector, resume, compare.
 
 An uninterrupted collection of the demo task (on the gantry: 3 batches x 4 episodes; on the
-arm: 1 x 5) is the reference.
+arm: 1 x 4) is the reference.
 Then, attempt after attempt, the same task and seed are prepared as a new run, a collector
 subprocess is killed with SIGKILL at a random moment inside the reference's observed duration,
 and a resume subprocess finishes the run. Each finished run must have exactly the reference's
 accepted (batch, episode) set and trajectory SHA-256s, one commit per accepted episode (none
-twice, none missing), every committed file intact on disk, and a log the fold accepts.
+twice, none missing), every committed file intact on disk, and a log the fold accepts. The demo
+task records two cameras, so every commit also lists its camera files (videos, depth,
+segmentation, metadata): they must be byte-identical to the reference's too, across processes
+and after any number of kills.
 
 Run as a script, this file is the child process: ``python test_collect_crash.py DB RUN MODE
 SPAWNED_AT`` collects or resumes RUN and prints its timings as JSON.
@@ -30,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 SEED, SETTLE = 7, 20
 # robot -> (batches, episodes per batch, kills required, attempts allowed). The arm's episodes
 # are slower, so its run is smaller; the guarantee checked is the same.
-PROFILES = {"gantry": (3, 4, 10, 18), "arm": (1, 5, 3, 8)}
+PROFILES = {"gantry": (3, 4, 10, 18), "arm": (1, 4, 2, 6)}
 
 
 def _child(db_url: str, run_id: str, mode: str, spawned_at: float) -> None:
@@ -86,7 +89,7 @@ def _outcome(
     events = store.read(run_id)
     state = fold(run_id, events)  # raises IllegalTransition if any event is illegal
     assert state.state == "completed", f"{run_id} ended {state.state}"
-    commits: dict[tuple[int, int], str] = {}
+    commits: dict[tuple[int, int], tuple[str, tuple[tuple[Any, ...], ...]]] = {}
     finished: list[tuple[int, int]] = []
     judged: dict[tuple[int, int], bool] = {}
     for event in events:
@@ -98,10 +101,15 @@ def _outcome(
             finished.append(key)
             if event.type == "TrajectoryCommitted":
                 assert key not in commits, f"{run_id}: episode {key} committed twice"
-                commits[key] = p["sha256"]
-                path = output_dir / p["path"]
-                assert path.is_file(), f"{run_id}: committed {path} is missing"
-                assert file_sha256(path) == p["sha256"], f"{run_id}: {path} differs"
+                files = tuple(
+                    (f["camera"], f["modality"], Path(f["path"]).name, f["bytes"], f["sha256"])
+                    for f in p["files"]
+                )
+                commits[key] = (p["sha256"], files)
+                for entry in [p, *p["files"]]:
+                    path = output_dir / entry["path"]
+                    assert path.is_file(), f"{run_id}: committed {path} is missing"
+                    assert file_sha256(path) == entry["sha256"], f"{run_id}: {path} differs"
     assert len(finished) == len(set(finished)), f"{run_id}: an episode finished twice"
     every = {(b, e) for b in range(batches) for e in range(episodes)}
     assert set(finished) == every, f"{run_id}: episodes missing {sorted(every - set(finished))}"
@@ -139,6 +147,7 @@ def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
     timing = _finish(_spawn(db_url, ref_id, "collect", tmp_path), "reference collect")
     reference = _outcome(store, ref_id, ref_out, batches, episodes)
     assert reference["accepted"], "the reference run should accept some episodes"
+    assert all(len(files) == 7 for _, files in reference["commits"].values()), "cameras on"
     low, high = 0.8 * timing["import_s"], timing["total_s"]
 
     kills, attempts, unlogged_seen, resumed_events = 0, 0, 0, 0
@@ -167,7 +176,7 @@ def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
         outcome = _outcome(store, run_id, out, batches, episodes)
         context = f"(seed {seed}, attempt {attempts}, killed after {delay:.2f}s)"
         assert outcome["accepted"] == reference["accepted"], f"accepted set differs {context}"
-        assert outcome["commits"] == reference["commits"], f"trajectory digests differ {context}"
+        assert outcome["commits"] == reference["commits"], f"file digests differ {context}"
         resumed_events += sum(1 for e in outcome["events"] if e.type == "RunResumed")
     assert kills >= min_kills
     print(f"crash test: seed {seed}, {kills} kills in {attempts} attempts, "

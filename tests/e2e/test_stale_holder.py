@@ -3,7 +3,8 @@ the run in another process, SIGCONT the first -- it must publish nothing.
 
 The child (tests/e2e/stale_worker.py) runs with a short lease (TTL 3 s, heartbeat 0.5 s)
 and pauses at a chosen point: right before publishing a cache snapshot, a deployment or a
-trajectory, or right before an append. The parent stops it there with SIGSTOP, waits past
+trajectory, between a trajectory's rename and its confirming check, or right before an
+append. The parent stops it there with SIGSTOP, waits past
 the TTL, resumes the run itself (taking the lease over, which moves the fencing token),
 records the log and every file of the output folder, and then lets the stopped process
 continue. The stale process must stop with ``LeaseLost`` (a ``SessionLost``) and leave the
@@ -172,8 +173,10 @@ def _commits(store: EventStore, run_id: str) -> dict[tuple[int, int], str]:
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(
     "pause",
-    ["check:write_bytes_atomic:1", "check:write_bytes_atomic:3", "append:3"],
-    ids=["before-first-trajectory", "before-third-trajectory", "before-append"],
+    ["check:write_bytes_atomic:1", "check:write_bytes_atomic:2", "check:write_bytes_atomic:5",
+     "append:3"],
+    ids=["before-first-trajectory", "after-first-trajectory-rename",
+         "before-a-later-publish", "before-append"],
 )
 def test_a_stopped_collector_publishes_nothing_after_takeover(
     pause: str, catalog: Path, reference_collection: dict[tuple[int, int], Any],

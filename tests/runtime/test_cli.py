@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from runtime.cli import main
-from runtime.demo import demo_task_text
+from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
 from store.event_store import EventStore
 
 
@@ -151,7 +151,7 @@ def test_argparse_and_flag_values_are_one_line(
     _bad(capsys, ["frobnicate"],
          "argument COMMAND: invalid choice: 'frobnicate' (choose from 'demo', 'catalog', "
          "'prepare', 'collect', 'run', 'resume', 'runs', 'show', 'events', 'audit', "
-         "'forensics', 'verify', 'export', 'verify-dataset', 'db')")
+         "'forensics', 'verify', 'export', 'verify-dataset', 'episode', 'db')")
     _bad(capsys, ["prepare", str(task)], "the following arguments are required: --catalog, --out")
 
 

@@ -158,6 +158,13 @@ def test_urls_that_are_no_database_urls(
             "database mysql://u:***@127.0.0.1/db: the mysql driver is not installed "
             "(no module 'MySQLdb')"
         )
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        cases["postgresql+psycopg2://u:secret@127.0.0.1/db"] = (
+            "database postgresql+psycopg2://u:***@127.0.0.1/db: the postgresql+psycopg2 driver "
+            "is not installed (no module 'psycopg2')"
+        )
     for url, message in cases.items():
         for command in (["runs"], ["db", "upgrade"], ["resume", "r1"]):
             _one_line_error(capsys, [*command, "--db", url], message)
@@ -547,3 +554,44 @@ def _types(url: str, run_id: str) -> list[str]:
 
     with EventStore(url, read_only=True) as store:
         return [e.type for e in store.read(run_id)]
+
+
+@pytest.mark.timeout(120)
+def test_an_immutable_database_file_is_read_without_a_trace(tmp_path: Path) -> None:
+    """``chattr +i``: not even root may write the file; reading must still work and leave
+    no -wal/-shm beside it, and a writer is refused in one line."""
+    import shutil
+
+    if shutil.which("chattr") is None:
+        pytest.skip("no chattr(1)")
+    url = completed_store(tmp_path / "a.db")
+    flagged = subprocess.run(["chattr", "+i", str(tmp_path / "a.db")], capture_output=True)
+    if flagged.returncode != 0:
+        pytest.skip(f"chattr +i refused here: {flagged.stderr.decode(errors='replace').strip()}")
+    try:
+        before = tree(tmp_path)
+        done = cli("runs", "--db", url)
+        assert (done.returncode, done.stderr) == (0, "")
+        assert "r2   place_item_in_bin  completed" in done.stdout
+        done = cli("collect", "r1", "--db", url)
+        assert (done.returncode, done.stderr) == (
+            2, f"assetcast: error: database {url}: {tmp_path / 'a.db'} is not writable; only "
+            "read-only commands work on it\n",
+        )
+        assert tree(tmp_path) == before
+    finally:
+        subprocess.run(["chattr", "-i", str(tmp_path / "a.db")], check=True)
+
+
+def test_a_schema_altered_by_hand_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = prepared_store(tmp_path / "a.db")
+    tamper(tmp_path / "a.db", "DROP TABLE leases")
+    before = tree(tmp_path)
+    _one_line_error(
+        capsys, ["collect", "p1", "--no-progress", "--db", url],
+        f"database {url}: the schema does not match its recorded revision (altered outside "
+        "assetcast?): SQLITE_ERROR: no such table: leases",
+    )
+    assert tree(tmp_path) == before

@@ -230,3 +230,10 @@ def test_a_lost_session_neither_publishes_nor_replaces_a_deployment(
     assert [p.name for p in out.iterdir()] == ["batch_0000"]
     assert validate_deployment(out / "batch_0000").manifest_sha256 == published.manifest_sha256
     assert (out / "batch_0000" / "manifest.json").read_bytes() == before
+    inode = (out / "batch_0000").stat().st_ino
+    again = materialize_deployment(
+        DEMO_TASK, requirements, resolved, output_dir=out / "batch_0000", batch_index=0
+    )
+    assert again.manifest_sha256 == published.manifest_sha256
+    assert (out / "batch_0000").stat().st_ino == inode  # identical: left in place, not swapped
+    assert [p.name for p in out.iterdir()] == ["batch_0000"]

@@ -28,6 +28,7 @@ from runtime.prepare import prepare
 from runtime.taskfile import MAX_TASK_DEPTH, load_task
 from store import EventStore, InMemoryEventStore
 from tests.runtime.hostile_support import (
+    BOX,
     binary_stl,
     can_mknod,
     descriptor,
@@ -344,3 +345,68 @@ def test_catalog_check_takes_the_limits(tmp_path: Path, capsys: pytest.CaptureFi
         " (max_mesh_faces)\n"
     )
     assert main(["catalog", "check", str(tmp_path / "cat"), "--max-mesh-faces", "12"]) == 0
+
+
+def test_preparation_never_decodes_a_texture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A texture can be a decompression bomb (a tiny PNG declaring 100000 x 100000 pixels);
+    preparation needs geometry only, so the loader never even resolves the material file
+    (the references were already checked to stay inside the package)."""
+    import zlib
+
+    import trimesh.resolvers
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 6, 0, 0, 0)
+    bomb = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+    bomb += chunk(b"IDAT", zlib.compress(b"\0" * 1024)) + chunk(b"IEND", b"")
+
+    resolved: list[object] = []
+    real_get = trimesh.resolvers.FilePathResolver.get
+
+    def spy(self: object, name: str) -> bytes:  # the loader swallows errors: record instead
+        resolved.append(name)
+        return real_get(self, name)
+
+    monkeypatch.setattr(trimesh.resolvers.FilePathResolver, "get", spy)
+    text = "mtllib mesh.mtl\nusemtl skin\n" + obj_bytes(BOX.vertices, BOX.faces).decode()
+    package = write_package(tmp_path / "textured", mesh=text.encode())
+    (package / "mesh.mtl").write_text("newmtl skin\nmap_Kd bomb.png\n")
+    (package / "bomb.png").write_bytes(bomb)
+    _prepare_file(package, tmp_path)
+    assert resolved == []
+
+
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        ([{"children": [1]}, {"children": [0], "mesh": 0}], "the node hierarchy has a cycle"),
+        ([{"children": [2]}, {"children": [2]}, {"mesh": 0}],
+         r"nodes\[2\] has more than one parent"),
+    ],
+)
+def test_gltf_node_graph_that_would_repeat_geometry_is_refused(
+    tmp_path: Path, nodes: list[dict[str, object]], message: str
+) -> None:
+    doc = {"asset": {"version": "2.0"}, "accessors": [{"count": 3}],
+           "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}], "nodes": nodes}
+    package = write_package(tmp_path / "graph", mesh=json.dumps(doc).encode(),
+                            visual="mesh.gltf",
+                            manifest={"descriptor": descriptor(), "visual_path": "mesh.gltf"})
+    with pytest.raises(AssetValidationError, match=rf"^{package}/mesh\.gltf: {message}$"):
+        _prepare_file(package, tmp_path)
+
+
+def test_oversized_gltf_json_is_refused_before_decoding(tmp_path: Path) -> None:
+    filler = "[" + ",".join(["0"] * (9 << 20)) + "]"  # 18 MB of zeros: ~75 MB as Python list
+    doc = '{"asset":{"version":"2.0"},"extras":' + filler + "}"
+    package = write_package(tmp_path / "fat", mesh=doc.encode(), visual="mesh.gltf",
+                            manifest={"descriptor": descriptor(), "visual_path": "mesh.gltf"})
+    with pytest.raises(
+        AssetValidationError, match=r"mesh\.gltf: glTF: JSON is larger than 16777216 bytes$"
+    ):
+        _prepare_file(package, tmp_path)

@@ -213,3 +213,28 @@ def test_deployment_edited_before_collect_exits_2_unrecorded_or_1_recorded(
     events = store.read(run_id)
     assert events[-1].type == "RunFailed"
     assert events[-1].payload["phase"] == "validate_deployment"
+
+
+def test_resume_refuses_bad_input_before_recording_run_resumed(tmp_path: Path) -> None:
+    """A collection failed mid-run, resumed with a check this process does not know: the
+    refusal comes before ``RunResumed``, so the log is exactly what it was (exit 2 holds)."""
+    from domain.task import CheckSpec
+    from runtime.collect import CollectionRefused, collect
+    from runtime.resume import resume
+    from store import InMemoryEventStore
+    from tests.runtime.demo_runs import prepared
+
+    store = InMemoryEventStore()
+    catalog = small_catalog(tmp_path)
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
+
+    def broken(deployment_dir: Path, *, seed: int, settle_steps: int) -> None:
+        raise RuntimeError("simulator unavailable")
+
+    with pytest.raises(RuntimeError):
+        collect(run_id, store=store, environment_factory=broken, progress=False)
+    before = [e.type for e in store.read(run_id)]
+    assert before[-1] == "RunFailed"
+    with pytest.raises(CollectionRefused, match="no_such_check"):
+        resume(run_id, store=store, initial_checks=[CheckSpec("no_such_check")], progress=False)
+    assert [e.type for e in store.read(run_id)] == before

@@ -155,7 +155,12 @@ def test_unlogged_recordings_are_moved_to_quarantine(
         tmp_path / "out"
     )
     assert moved.read_bytes() == b"written just before the crash"
-    paths = [e.payload["path"] for e in store.read(run_id) if e.type == "TrajectoryCommitted"]
+    paths = [  # trajectories and their camera files
+        entry["path"]
+        for e in store.read(run_id)
+        if e.type == "TrajectoryCommitted"
+        for entry in [e.payload, *e.payload.get("files", [])]
+    ]
     on_disk = sorted(p.relative_to(tmp_path / "out").as_posix()
                      for p in (tmp_path / "out" / "recordings").rglob("*") if p.is_file())
     assert on_disk == sorted(paths)

@@ -90,6 +90,10 @@ def test_arm_picks_a_block_and_places_it_in_the_bin(small_env: TaskEnvironment) 
         )
         assert len(columns[key]["names"]) == len(columns[key]["units"]) == width_of, key
     assert columns["observation.state"]["units"][-1] == "m"
+    # the wrist camera mount is a body of the hand: it sits right above the TCP, pointing down
+    mount = env.data.body(env.robot.wrist_mount_body)
+    tcp = env.data.site(env.robot.tcp_site)
+    assert np.linalg.norm(mount.xpos - tcp.xpos) < 0.2 and mount.xpos[2] > tcp.xpos[2]
     assert columns["action.ee_delta"]["names"][:3] == ["dx", "dy", "dz"]
 
 

@@ -11,7 +11,7 @@ import pytest
 from domain.config import CollectionConfig
 from runtime.assets.demo_catalog import write_demo_catalog
 from runtime.collect import collect
-from runtime.demo import demo_task_text
+from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
 from runtime.prepare import prepare, providers_from_catalog_args
 from runtime.verify import verify_events
 from store.memory import InMemoryEventStore
@@ -109,9 +109,12 @@ def test_a_receipt_outside_its_sessions_folder_fails(pristine: tuple[list, Path]
     forged = [
         replace(e, payload={**e.payload, "path": moved}) if e is receipt else e for e in events
     ]
-    [problem] = verify_events("r", forged).problems
+    problem, *camera_files = verify_events("r", forged).problems
     assert problem.startswith(f"batch 0 episode 0: committed path {moved} is outside the "
                               "recording folder recordings/run_")
+    # The episode's camera files stayed where they were: no longer beside its trajectory.
+    assert len(camera_files) == len(receipt.payload["files"])
+    assert all(p.endswith("is not beside this episode's trajectory") for p in camera_files)
 
 
 def test_a_log_that_does_not_fold_fails(pristine: tuple[list, Path]) -> None:

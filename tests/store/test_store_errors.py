@@ -121,3 +121,17 @@ def test_read_only_opening_never_creates_a_schema(backend_url: str) -> None:
         assert sa.inspect(engine).get_table_names() == []
     finally:
         engine.dispose()
+
+
+def test_a_missing_postgresql_database_is_named(
+    pg_cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = sa.make_url(pg_cluster.url).set(database="no_such_ledger")
+    text = url.render_as_string(hide_password=False)
+    shown = url.render_as_string(hide_password=True)
+    for command in (["runs"], ["db", "upgrade"]):
+        assert main([*command, "--db", text]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"assetcast: error: database {shown}: ")
+        assert 'database "no_such_ledger" does not exist' in err
+        assert len(err.splitlines()) == 1

@@ -153,7 +153,7 @@ class FrankaPanda(Robot):
     tcp_site = PREFIX + "tcp"
     wrist_mount_body = PREFIX + "hand"
     finger_length_m = FINGER_LENGTH_M
-    solve_stride = 5
+    solve_stride = 8
 
     def __init__(
         self, base_xy: tuple[float, float], base_yaw_deg: float, max_opening_m: float

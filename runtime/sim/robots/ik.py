@@ -68,15 +68,26 @@ class ArmIk:
         self.limits = [mink.ConfigurationLimit(model)]
         self.fk_data = mujoco.MjData(model)
         self._site_id = model.site(site).id
+        self._forward_key = b""
+        self._forward_value = (np.zeros(3), np.eye(3))
         self.stats = IkStats()
 
     def forward(self, arm_qpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """TCP position and rotation (base frame) of the arm joint positions ``arm_qpos``."""
+        """TCP position and rotation (base frame) of the arm joint positions ``arm_qpos``.
+
+        Recording asks for the pose of the joint targets every control interval, and the
+        targets stay put while the arm settles or the gripper moves: the last answer is kept.
+        """
+        key = np.asarray(arm_qpos, dtype=np.float64).tobytes()
+        if key == self._forward_key:
+            return self._forward_value[0].copy(), self._forward_value[1].copy()
         d = self.fk_data
         d.qpos[:] = self.home
         d.qpos[: self.arm_joints] = arm_qpos
         mujoco.mj_kinematics(self.model, d)
-        return d.site_xpos[self._site_id].copy(), d.site_xmat[self._site_id].reshape(3, 3).copy()
+        value = (d.site_xpos[self._site_id].copy(), d.site_xmat[self._site_id].reshape(3, 3).copy())
+        self._forward_key, self._forward_value = key, value
+        return value[0].copy(), value[1].copy()
 
     def solve(self, position: np.ndarray, rotation: np.ndarray, seed: np.ndarray) -> np.ndarray:
         started = time.perf_counter()

@@ -1,0 +1,194 @@
+"""Camera benchmarks, measured side by side in one run on one machine state.
+
+1. Rendering throughput inside episodes vs raw ``mujoco.Renderer``: the demo task's two
+   128x128 cameras (rgb + depth + segmentation each) are timed inside real episodes (every
+   ``CameraRenderer.render`` call), then the same model, quality settings and camera poses
+   are rendered by a bare ``mujoco.Renderer`` loop (update_scene, then one render per
+   modality). Figure: camera-frames/s of each and their ratio (goal >= 0.8).
+2. Episodes per minute of the demo collection with its 2 cameras vs the same task with the
+   cameras removed (same assets, seeds and episodes), alternating, median of repeats
+   (goal >= 0.5).
+3. Bytes per episode-second per camera and modality (committed files / (frames / fps)).
+
+Run: ``.venv/bin/python bench/bench_cameras.py`` (prints figures; not part of pytest).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+from domain.config import CollectionConfig  # noqa: E402
+from domain.task import task_to_dict  # noqa: E402
+from runtime.collect import collect  # noqa: E402
+from runtime.collect_support.demo_run import demo_task_path, write_catalog  # noqa: E402
+from runtime.logging import configure_logging  # noqa: E402
+from runtime.prepare import prepare, providers_from_catalog_args  # noqa: E402
+from runtime.sim.cameras import rendering  # noqa: E402
+from runtime.taskfile import load_task  # noqa: E402
+from store import InMemoryEventStore  # noqa: E402
+
+BATCHES, EPISODES, SETTLE, SEED = 1, 4, 20, 7
+REPEATS = 3
+
+
+class RenderTimer:
+    """Wraps ``CameraRenderer.render`` to add up the time spent rendering inside episodes."""
+
+    def __init__(self) -> None:
+        self.seconds, self.frames = 0.0, 0
+        self.original = rendering.CameraRenderer.render
+        self.samples: list[tuple[Any, Any, Any]] = []  # (model, qpos, camera) for the raw loop
+
+    def __enter__(self) -> RenderTimer:
+        timer = self
+
+        def timed(renderer: Any, data: Any, camera: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return timer.original(renderer, data, camera)
+            finally:
+                timer.seconds += time.perf_counter() - start
+                timer.frames += 1
+                if len(timer.samples) < 400:
+                    timer.samples.append((renderer, data.qpos.copy(), camera))
+
+        rendering.CameraRenderer.render = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        rendering.CameraRenderer.render = self.original  # type: ignore[method-assign]
+
+
+def task_without_cameras(directory: Path) -> Path:
+    task = task_to_dict(load_task(demo_task_path()))
+    task.pop("cameras", None)
+    path = directory / "task_no_cameras.yaml"
+    path.write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def collect_once(task: Path, catalog: Path, out: Path) -> tuple[float, Any, str, Path]:
+    store = InMemoryEventStore()
+    cfg = CollectionConfig(
+        seed=SEED, max_batches=BATCHES, episodes_per_batch=EPISODES, settle_steps=SETTLE
+    )
+    providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
+    run_id = prepare(task, providers, cfg=cfg, output_dir=out, store=store, goal="run").run_id
+    start = time.perf_counter()
+    collect(run_id, store=store, progress=False)
+    return time.perf_counter() - start, store, run_id, out
+
+
+def raw_renderer_fps(samples: list[tuple[Any, Any, Any]]) -> float:
+    """The same model, settings and camera poses through a bare ``mujoco.Renderer``."""
+    camera_renderer, _, _ = samples[0]
+    model = camera_renderer.model
+    data = mujoco.MjData(model)
+    renderer = mujoco.Renderer(model, height=128, width=128)
+    for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION,
+                 mujoco.mjtRndFlag.mjRND_SKYBOX):
+        renderer.scene.flags[flag] = 0
+    cameras = []
+    for _, qpos, camera in samples:
+        data.qpos[:] = qpos
+        mujoco.mj_forward(model, data)
+        position, rotation = camera_renderer.pose(camera, data)
+        free = mujoco.MjvCamera()
+        free.type = mujoco.mjtCamera.mjCAMERA_FREE
+        free.lookat[:] = position - rotation[:, 2]
+        free.distance = 1.0
+        forward = -rotation[:, 2]
+        free.azimuth = float(np.degrees(np.arctan2(forward[1], forward[0])))
+        free.elevation = float(np.degrees(np.arcsin(np.clip(forward[2], -1, 1))))
+        cameras.append((qpos, free, camera.modalities))
+    start = time.perf_counter()
+    for qpos, free, modalities in cameras:
+        data.qpos[:] = qpos
+        mujoco.mj_kinematics(model, data)
+        renderer.update_scene(data, camera=free)
+        if "rgb" in modalities:
+            renderer.render()
+        if "depth" in modalities:
+            renderer.enable_depth_rendering()
+            renderer.render()
+            renderer.disable_depth_rendering()
+        if "segmentation" in modalities:
+            renderer.enable_segmentation_rendering()
+            renderer.render()
+            renderer.disable_segmentation_rendering()
+    seconds = time.perf_counter() - start
+    renderer.close()
+    return len(cameras) / seconds
+
+
+def main() -> None:
+    configure_logging(level="warning")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        catalog = write_catalog(root / "catalog")
+        plain_task = task_without_cameras(root)
+        with_cameras: list[float] = []
+        without: list[float] = []
+        timer = RenderTimer()
+        last: tuple[Any, str, Path] | None = None
+        for repeat in range(REPEATS):
+            with timer:
+                seconds, store, run_id, out = collect_once(
+                    demo_task_path(), catalog, root / f"cams_{repeat}"
+                )
+            with_cameras.append(seconds)
+            last = (store, run_id, out)
+            without.append(collect_once(plain_task, catalog, root / f"plain_{repeat}")[0])
+        episodes = BATCHES * EPISODES
+        in_episode_fps = timer.frames / timer.seconds
+        raw_fps = raw_renderer_fps(timer.samples)
+        print("1. rendering throughput (2 cameras, 128x128, rgb+depth+segmentation per frame)")
+        print(f"   inside episodes: {in_episode_fps:8.1f} camera-frames/s "
+              f"({timer.frames} frames in {timer.seconds:.2f} s)")
+        print(f"   raw Renderer:    {raw_fps:8.1f} camera-frames/s "
+              f"({len(timer.samples)} frames, same model/settings/poses)")
+        print(f"   ratio inside/raw: {in_episode_fps / raw_fps:.2f}  (goal >= 0.8)")
+        cams_rate = 60 * episodes / statistics.median(with_cameras)
+        plain_rate = 60 * episodes / statistics.median(without)
+        print("2. collection speed (demo task, median of "
+              f"{REPEATS} x {episodes} episodes, alternating)")
+        print(f"   2 cameras: {cams_rate:6.1f} episodes/min; no cameras: {plain_rate:6.1f} "
+              f"episodes/min; ratio {cams_rate / plain_rate:.2f}  (goal >= 0.5)")
+        assert last is not None
+        store, run_id, out = last
+        print("3. bytes per episode-second per camera and modality")
+        per_key: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for event in store.read(run_id):
+            if event.type != "TrajectoryCommitted":
+                continue
+            files = event.payload["files"]
+            meta_entry = next(f for f in files if f["modality"] == "metadata")
+            metadata = json.loads((out / meta_entry["path"]).read_text())
+            for entry in files:
+                if entry["camera"] is None:
+                    continue
+                camera = metadata["cameras"][entry["camera"]]
+                duration = camera["frame_count"] / camera["fps"]
+                per_key[(entry["camera"], entry["modality"])].append(entry["bytes"] / duration)
+        for (camera, modality), values in sorted(per_key.items()):
+            print(f"   {camera:6s} {modality:13s} {statistics.mean(values) / 1024:8.1f} KiB/s")
+        total = sum(statistics.mean(v) for v in per_key.values()) / 1024
+        print(f"   all cameras   {total:8.1f} KiB per episode-second")
+
+
+if __name__ == "__main__":
+    main()
