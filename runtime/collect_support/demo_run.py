@@ -25,6 +25,8 @@ def gantry_demo_task_text() -> str:
     marker = "robot: {kind: franka_panda}"
     if marker not in text:
         raise ValueError(f"{demo_task_path()}: no {marker!r} line to swap for the gantry")
+    # The demo's wrist camera rides on the arm's hand; on the gantry it rides on its tilt link.
+    text = text.replace("body: panda_hand", "body: robot_tilt_link")
     return text.replace(marker, f"robot: {GANTRY_ROBOT}")
 
 

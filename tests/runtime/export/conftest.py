@@ -61,3 +61,18 @@ def trajectories(run: CollectedRun) -> list[dict]:
         meta = json.loads(payload.pop("metadata"))
         loaded.append({**{k: v.numpy() for k, v in payload.items()}, "metadata": meta})
     return loaded
+
+
+def camera_stride(run: CollectedRun) -> int:
+    """Control steps between two dataset frames: the cameras' stride (1 without cameras)."""
+    import json as _json
+
+    for event in run.store().read(run.run_id):
+        if event.type == "TrajectoryCommitted":
+            meta = next((f for f in event.payload.get("files") or ()
+                         if f["modality"] == "metadata"), None)
+            if meta is None:
+                return 1
+            cameras = _json.loads((run.output_dir / meta["path"]).read_text())["cameras"]
+            return int(next(iter(cameras.values()))["stride"])
+    return 1

@@ -14,7 +14,7 @@ import pytest
 
 from runtime.export.dataset import manifest_of, render
 from runtime.export.episodes import dataset_source, run_source
-from tests.runtime.export.conftest import CollectedRun, trajectories
+from tests.runtime.export.conftest import CollectedRun, camera_stride, trajectories
 
 
 @pytest.fixture(scope="module")
@@ -59,28 +59,34 @@ def test_lerobot_features_carry_the_arm_columns(arm_run: CollectedRun, tmp_path:
     assert features["observation.state"]["shape"] == [8]
     assert features["observation.state"]["names"][-1] != "panda_joint7"  # + gripper width
     table = pq.read_table(tmp_path / "data" / "chunk-000" / "file-000.parquet").to_pydict()
-    steps = traj[0]["actions"].shape[0]
+    picked = np.arange(0, traj[0]["actions"].shape[0], camera_stride(arm_run))
+    steps = len(picked)
     np.testing.assert_array_equal(
         np.array(table["observation.state"][:steps], dtype=np.float32),
-        traj[0]["observation.state"][:steps].astype(np.float32),
+        traj[0]["observation.state"][picked].astype(np.float32),
     )
     np.testing.assert_array_equal(
         np.array(table["action.joint_position"][:steps], dtype=np.float32),
-        traj[0]["action.joint_position"].astype(np.float32),
+        traj[0]["action.joint_position"][picked].astype(np.float32),
     )
 
 
 def test_robomimic_keys_for_the_arm(arm_run: CollectedRun, tmp_path: Path) -> None:
     _render(arm_run, "robomimic", tmp_path, "arm.hdf5")
     traj = trajectories(arm_run)[0]
+    stride = camera_stride(arm_run)
+    picked = np.arange(0, traj["actions"].shape[0], stride)
+    after = np.minimum(picked + stride, traj["actions"].shape[0])
     with h5py.File(tmp_path / "arm.hdf5", "r") as handle:
         demo = handle["data/demo_0"]
-        np.testing.assert_array_equal(demo["obs/state"][()], traj["observation.state"][:-1])
-        np.testing.assert_array_equal(demo["next_obs/ee_pose"][()], traj["observation.ee_pose"][1:])
-        np.testing.assert_array_equal(demo["actions"][()], traj["actions"])
+        np.testing.assert_array_equal(demo["obs/state"][()], traj["observation.state"][picked])
+        np.testing.assert_array_equal(demo["next_obs/ee_pose"][()],
+                                      traj["observation.ee_pose"][after])
+        np.testing.assert_array_equal(demo["actions"][()], traj["actions"][picked])
         np.testing.assert_array_equal(demo["actions_joint_position"][()],
-                                      traj["action.joint_position"])
-        np.testing.assert_array_equal(demo["actions_ee_delta"][()], traj["action.ee_delta"])
+                                      traj["action.joint_position"][picked])
+        np.testing.assert_array_equal(demo["actions_ee_delta"][()],
+                                      traj["action.ee_delta"][picked])
         env = json.loads(handle["data"].attrs["env_args"])
         assert env["env_kwargs"]["units"]["state"] == traj["metadata"]["columns"][
             "observation.state"]["units"]

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from runtime.export import DatasetSpec, export_runs
-from tests.runtime.export.conftest import CollectedRun, trajectories
+from tests.runtime.export.conftest import CollectedRun, camera_stride, trajectories
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +26,17 @@ def test_info_json_is_v30_with_features_totals_and_paths(
 ) -> None:
     info = json.loads((exported / "meta" / "info.json").read_text())
     episodes = trajectories(collected)
-    frames = sum(t["actions"].shape[0] for t in episodes)
+    stride = camera_stride(collected)
+    frames = sum(len(range(0, t["actions"].shape[0], stride)) for t in episodes)
     assert info["codebase_version"] == "v3.0"
-    assert info["fps"] == 50  # 2 ms physics x 10 steps per control interval
+    assert info["fps"] == 50 // stride  # 2 ms physics x 10 steps per control interval
     assert info["total_episodes"] == len(episodes)
     assert info["total_frames"] == frames
     assert info["total_tasks"] == 1
     assert info["splits"] == {"train": f"0:{len(episodes)}"}
     assert info["data_path"] == "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
-    assert info["video_path"] is None
+    video_path = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+    assert info["video_path"] == (video_path if stride > 1 else None)
     assert (info["chunks_size"], info["data_files_size_in_mb"]) == (1000, 100)
     features = info["features"]
     columns = episodes[0]["metadata"]["columns"]
@@ -65,17 +67,20 @@ def test_data_parquet_schema_and_values_equal_the_trajectories(
     assert schema.metadata is None or b"pandas" not in schema.metadata
     columns = table.to_pydict()
     start = 0
+    stride = camera_stride(collected)
     for number, traj in enumerate(trajectories(collected)):
-        steps = traj["actions"].shape[0]
+        picked = np.arange(0, traj["actions"].shape[0], stride)
+        steps = len(picked)
         rows = slice(start, start + steps)
         state = np.array(columns["observation.state"][rows], dtype=np.float32)
-        np.testing.assert_array_equal(state, traj["robot_qpos"][:steps].astype(np.float32))
+        np.testing.assert_array_equal(state, traj["robot_qpos"][picked].astype(np.float32))
         action = np.array(columns["action"][rows], dtype=np.float32)
-        np.testing.assert_array_equal(action, traj["actions"].astype(np.float32))
+        np.testing.assert_array_equal(action, traj["actions"][picked].astype(np.float32))
         assert columns["episode_index"][rows] == [number] * steps
         assert columns["frame_index"][rows] == list(range(steps))
         assert columns["index"][rows] == list(range(start, start + steps))
-        np.testing.assert_allclose(columns["timestamp"][rows], np.arange(steps) / 50, atol=1e-6)
+        fps = 50 // stride
+        np.testing.assert_allclose(columns["timestamp"][rows], np.arange(steps) / fps, atol=1e-6)
         assert columns["next.done"][rows] == [False] * (steps - 1) + [True]
         start += steps
     assert table.num_rows == start
@@ -125,7 +130,10 @@ def test_stats_hold_min_max_mean_std_count_and_quantiles(
     exported: Path, collected: CollectedRun
 ) -> None:
     stats = json.loads((exported / "meta" / "stats.json").read_text())
-    actions = np.concatenate([t["actions"] for t in trajectories(collected)]).astype(np.float32)
+    stride = camera_stride(collected)
+    actions = np.concatenate(
+        [t["actions"][::stride] for t in trajectories(collected)]
+    ).astype(np.float32)
     action = stats["action"]
     assert set(action) == {"min", "max", "mean", "std", "count", "q01", "q10", "q50", "q90", "q99"}
     assert action["count"] == [actions.shape[0]]

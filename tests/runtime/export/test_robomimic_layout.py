@@ -11,7 +11,7 @@ import pytest
 
 from runtime.export import DatasetSpec, export_runs
 from runtime.export.robomimic import is_valid_split
-from tests.runtime.export.conftest import CollectedRun, trajectories
+from tests.runtime.export.conftest import CollectedRun, camera_stride, trajectories
 
 
 @pytest.fixture(scope="module")
@@ -25,23 +25,28 @@ def test_demos_hold_states_actions_rewards_dones_obs_and_next_obs(
     exported: Path, collected: CollectedRun
 ) -> None:
     episodes = trajectories(collected)
+    stride = camera_stride(collected)
     with h5py.File(exported, "r") as handle:
         data = handle["data"]
         assert sorted(data) == [f"demo_{i}" for i in range(len(episodes))]
-        assert data.attrs["total"] == sum(t["actions"].shape[0] for t in episodes)
+        picks = [np.arange(0, t["actions"].shape[0], stride) for t in episodes]
+        assert data.attrs["total"] == sum(len(p) for p in picks)
         env_args = json.loads(data.attrs["env_args"])
         assert env_args["env_name"] == "place_item_in_bin"
-        assert env_args["env_kwargs"]["control_fps"] == 50
-        for i, traj in enumerate(episodes):
+        assert env_args["env_kwargs"]["control_fps"] == 50 // stride
+        for i, (traj, picked) in enumerate(zip(episodes, picks, strict=True)):
             demo = data[f"demo_{i}"]
-            steps = traj["actions"].shape[0]
+            steps = len(picked)
+            after = np.minimum(picked + stride, traj["actions"].shape[0])
             assert demo.attrs["num_samples"] == steps
             assert demo.attrs["model_file"].startswith('<mujoco model="assetcast_task">')
-            np.testing.assert_array_equal(demo["actions"][()], traj["actions"])
-            np.testing.assert_array_equal(demo["obs/robot_qpos"][()], traj["robot_qpos"][:steps])
-            np.testing.assert_array_equal(demo["next_obs/robot_qpos"][()], traj["robot_qpos"][1:])
-            pose = traj["entity_pose"].reshape(steps + 1, -1)
-            np.testing.assert_array_equal(demo["obs/entity_pose"][()], pose[:steps])
+            np.testing.assert_array_equal(demo["actions"][()], traj["actions"][picked])
+            np.testing.assert_array_equal(demo["obs/robot_qpos"][()], traj["robot_qpos"][picked])
+            np.testing.assert_array_equal(
+                demo["next_obs/robot_qpos"][()], traj["robot_qpos"][after]
+            )
+            pose = traj["entity_pose"].reshape(traj["entity_pose"].shape[0], -1)
+            np.testing.assert_array_equal(demo["obs/entity_pose"][()], pose[picked])
             assert demo["obs/finger_width"].shape == (steps, 1)
             assert demo["states"].shape == (steps, 7 + 7 + 14)
             assert demo["rewards"][()].tolist() == [0.0] * (steps - 1) + [1.0]
