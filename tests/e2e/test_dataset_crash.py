@@ -98,6 +98,21 @@ def _check_consistent(store: Any, run_id: str, lerobot: Path, hdf5: Path, where:
     return held
 
 
+def _state_only_task(directory: Path) -> Path:
+    """The gantry demo task without its cameras: rendering would make each episode seconds
+    long, and this test is about when the dataset is switched, not about pixels (camera
+    exports are covered by tests/runtime/export/test_camera_export.py)."""
+    import yaml
+
+    from runtime.collect_support.demo_run import gantry_demo_task_text
+
+    task = yaml.safe_load(gantry_demo_task_text())
+    task.pop("cameras", None)
+    path = directory / "task.state_only.yaml"
+    path.write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
@@ -107,7 +122,7 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
     import pyarrow.parquet as pq
 
     from runtime.collect import collect
-    from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
+    from runtime.collect_support.demo_run import write_catalog
     from runtime.export import DatasetSpec, export_runs
     from store import EventStore
 
@@ -117,9 +132,17 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
     store = EventStore(db_url)
     catalog = write_catalog(tmp_path / "catalog")
 
+    task_file = _state_only_task(tmp_path)
+
     def new_run(name: str) -> str:
-        return prepare_demo_run(store, tmp_path / name, catalog, seed=SEED, batches=BATCHES,
-                                episodes_per_batch=EPISODES, settle_steps=SETTLE)
+        from domain.config import CollectionConfig
+        from runtime.prepare import prepare, providers_from_catalog_args
+
+        cfg = CollectionConfig(seed=SEED, max_batches=BATCHES, episodes_per_batch=EPISODES,
+                               settle_steps=SETTLE)
+        providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
+        return prepare(task_file, providers, cfg=cfg, output_dir=tmp_path / name,
+                       store=store).run_id
 
     run_id = new_run("crashed")
     lerobot, hdf5 = tmp_path / "live", tmp_path / "live.hdf5"
