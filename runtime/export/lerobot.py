@@ -35,7 +35,7 @@ from runtime.export.features import (
     values,
 )
 from runtime.export.sink import FileSink
-from runtime.export.stats import image_stats, stats_by_feature
+from runtime.export.stats import aggregate_image_stats, image_stats, stats_by_feature
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -242,9 +242,10 @@ def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | No
     stats = stats_by_feature({k: _concat(all_blocks, k) for k in features}, list(features))
     for cam in videos:
         key = VIDEO_KEY.format(camera=cam)
-        frames = [d.cameras.cameras[cam].frames["rgb"][: len(frame_rows(d, layout.stride))]
-                  for _n, d in loaded]
-        stats[key] = image_stats(np.concatenate(frames))
+        stats[key] = aggregate_image_stats([
+            image_stats(d.cameras.cameras[cam].frames["rgb"][: len(frame_rows(d, layout.stride))])
+            for _n, d in loaded
+        ])
         features[key] = _video_feature(loaded[0][1].videos[cam], layout.cameras[cam], fps)
     sink.write("meta/stats.json", json_bytes(stats))
     total_frames = start

@@ -60,13 +60,42 @@ def stats_by_feature(block: dict[str, np.ndarray], keys: list[str]) -> dict[str,
     return out
 
 
+IMAGE_PIXEL_STEP = 4  # every 4th row and column: LeRobot, too, samples images for stats
+
+
 def image_stats(frames: np.ndarray) -> dict[str, list[Any]]:
     """Per-channel stats of ``[frames, H, W, C]`` uint8 images scaled to [0, 1], each stat
-    shaped ``[C][1][1]`` as LeRobot stores them."""
+    shaped ``[C][1][1]`` as LeRobot stores them; computed on a fixed pixel grid."""
     channels = frames.shape[-1]
-    flat = frames.reshape(-1, channels).astype(np.float64) / 255.0
+    grid = frames[:, ::IMAGE_PIXEL_STEP, ::IMAGE_PIXEL_STEP, :]
+    flat = grid.reshape(-1, channels).astype(np.float32) / np.float32(255.0)
     base = feature_stats(flat)
     out: dict[str, list[Any]] = {}
     for key, value in base.items():
         out[key] = [int(frames.shape[0])] if key == "count" else [[[v]] for v in value]
+    return out
+
+
+def aggregate_image_stats(parts: list[dict[str, list[Any]]]) -> dict[str, list[Any]]:
+    """Dataset-wide image stats from per-episode ones (LeRobot's aggregation): exact min, max,
+    mean and std over the counted frames, quantiles as count-weighted means."""
+    counts = np.array([p["count"][0] for p in parts], dtype=np.float64)
+    total = counts.sum()
+    weights = (counts / total)[:, None, None, None]
+
+    def stack(key: str) -> np.ndarray:
+        return np.stack([np.asarray(p[key], dtype=np.float64) for p in parts])
+
+    means = stack("mean")
+    mean = (means * weights).sum(axis=0)
+    variance = ((stack("std") ** 2 + (means - mean) ** 2) * weights).sum(axis=0)
+    out: dict[str, list[Any]] = {
+        "min": stack("min").min(axis=0).tolist(),
+        "max": stack("max").max(axis=0).tolist(),
+        "mean": mean.tolist(),
+        "std": np.sqrt(variance).tolist(),
+        "count": [int(total)],
+    }
+    for key in QUANTILE_KEYS:
+        out[key] = (stack(key) * weights).sum(axis=0).tolist()
     return out
