@@ -5,9 +5,9 @@
    ``CameraRenderer.render`` call), then the same model, quality settings and camera poses
    are rendered by a bare ``mujoco.Renderer`` loop (update_scene, then one render per
    modality). Figure: camera-frames/s of each and their ratio (goal >= 0.8).
-2. Episodes per minute of the demo collection with its 2 cameras vs the same task with the
-   cameras removed (same assets, seeds and episodes), alternating, median of repeats
-   (goal >= 0.5).
+2. Episodes per minute of the demo collection (the shipped task: Franka arm) with its 2
+   cameras vs the same task with the cameras removed (same assets, seeds and episodes),
+   alternating, median of repeats (goal >= 0.5).
 3. Bytes per episode-second per camera and modality (committed files / (frames / fps)).
 
 Run: ``.venv/bin/python bench/bench_cameras.py`` (prints figures; not part of pytest).
@@ -41,8 +41,8 @@ from runtime.sim.cameras import rendering  # noqa: E402
 from runtime.taskfile import load_task  # noqa: E402
 from store import InMemoryEventStore  # noqa: E402
 
-BATCHES, EPISODES, SETTLE, SEED = 1, 4, 20, 7
-REPEATS = 3
+BATCHES, EPISODES, SETTLE, SEED = 1, 3, 20, 7
+REPEATS = 2
 
 
 class RenderTimer:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import os
 import secrets
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 import migrations
 from store.engine import engine_facts, make_engine, parse_url, resolve_url, sqlite_path
 from store.errors import DatabaseNotFound, SchemaMissing, SchemaOutdated, SchemaTooNew
+from store.leases import pid_alive
 from store.tables import STORE_METADATA
 
 # PostgreSQL advisory lock key serializing schema upgrades (ASCII "astcast").
@@ -190,7 +192,10 @@ def create_sqlite_store(url: str | None) -> None:
     if path is None or path.exists() or not path.parent.is_dir():
         return
     shown = parsed.render_as_string(hide_password=True)
-    temporary = path.with_name(f".{path.name}.creating-{secrets.token_hex(6)}")
+    _remove_abandoned_attempts(path)
+    temporary = path.with_name(
+        f".{path.name}.creating-{os.getpid()}-{secrets.token_hex(6)}"
+    )
     engine = make_engine(
         parsed.set(database=str(temporary)).render_as_string(hide_password=False),
         shown_as=shown,
@@ -214,6 +219,17 @@ def create_sqlite_store(url: str | None) -> None:
         for suffix in ("", "-wal", "-shm", "-journal"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{temporary}{suffix}")
+
+
+def _remove_abandoned_attempts(path: Path) -> None:
+    """Temporary files of creators killed on this host (their pid is gone) are garbage:
+    only the creator ever opens its own temporary database."""
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.creating-*"):
+        pid_text = leftover.name.rsplit(".creating-", 1)[1].split("-", 1)[0]
+        if not pid_text.isdigit() or pid_alive(int(pid_text)):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
 
 
 def _fsync(path: Path) -> None:

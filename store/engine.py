@@ -232,7 +232,7 @@ def _require_writable(url: str, path: Path, exists: bool) -> None:
     if _read_only_fs(directory):
         raise DatabaseReadOnly(
             url, f"{directory} is on a read-only filesystem; only read-only commands "
-            "(runs, show, events, audit, forensics, verify) work there",
+            "(runs, show, events, audit, forensics, verify, episode) work there",
         )
     if not os.access(directory, os.W_OK | os.X_OK):
         raise DatabaseReadOnly(url, f"directory {directory} is not writable")
@@ -317,9 +317,15 @@ def make_engine(
     _translate_errors(engine, shown, busy_ms, parsed.password, path)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine, busy_ms, read_only)
-    elif read_only and engine.dialect.name == "postgresql":
-        _read_only_sessions(engine)
+    elif engine.dialect.name == "postgresql":
+        _configure_postgresql(engine, read_only, _sets_lock_timeout(parsed))
     return engine
+
+
+def _sets_lock_timeout(parsed: URL) -> bool:
+    options = parsed.query.get("options") or ""
+    text = options if isinstance(options, str) else " ".join(options)
+    return "lock_timeout" in text
 
 
 def _create(target: URL, shown: str) -> Engine:
@@ -352,7 +358,12 @@ def _translate_errors(
             raise precise from context.original_exception
 
 
-def _read_only_sessions(engine: Engine) -> None:
+def _configure_postgresql(engine: Engine, read_only: bool, own_lock_timeout: bool) -> None:
+    """Read-only sessions for read-only engines; and the same patience as SQLite's busy
+    timeout for locks (``lock_timeout``, unless the URL's ``options`` set one), so a
+    session that holds a run's row forever is reported as DatabaseLocked instead of
+    hanging every other writer."""
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
         autocommit = getattr(dbapi_connection, "autocommit", None)
@@ -360,7 +371,10 @@ def _read_only_sessions(engine: Engine) -> None:
             dbapi_connection.autocommit = True
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            if not own_lock_timeout:
+                cursor.execute(f"SET lock_timeout = {BUSY_TIMEOUT_MS}")
+            if read_only:
+                cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         finally:
             cursor.close()
         if autocommit is False:

@@ -210,8 +210,10 @@ def _translate_sqlstate(sqlstate: str, url: str, message: str) -> StoreAccessErr
         return DatabaseReadOnly(url, f"the database is read-only here ({message})")
     if sqlstate in ("53100", "53200", "54000"):
         return DatabaseFull(url, f"no space left for the database ({message})")
-    if sqlstate in ("55P03",):
-        return DatabaseLocked(url, f"another session holds a lock ({message})")
+    if sqlstate == "55P03":
+        return DatabaseLocked(
+            url, f"another session held a lock for longer than the lock timeout ({message})"
+        )
     if sqlstate.startswith("58"):
         return DatabaseIOError(url, f"I/O error ({message})")
     if sqlstate == "XX001" or sqlstate == "XX002":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from runtime.cli.exit_codes import EXIT_OK, UsageError
 from runtime.cli.output import out
-from runtime.cli.store_access import db_url, open_store, read_run
+from runtime.cli.store_access import open_for_reading, read_run
 
 
 def cmd_episode(args: argparse.Namespace) -> int:
@@ -22,7 +22,7 @@ def cmd_episode(args: argparse.Namespace) -> int:
     from runtime.sim.cameras.reader import read_episode_frames
     from runtime.sim.cameras.storage import episode_stem
 
-    events = read_run(open_store(db_url(args)), args.run_id)
+    events = read_run(open_for_reading(args), args.run_id)  # read-only: never migrates
     created = next((e.payload for e in events if e.type == "RunCreated"), None)
     receipts = [
         e.payload

@@ -172,3 +172,51 @@ def test_a_child_forked_after_rendering_refuses_to_render() -> None:
     assert lines[0] == "egl", done.stderr
     assert lines[1].startswith("child: this process was forked after an OpenGL context existed")
     assert lines[2] == "status 0"
+
+
+def test_the_demo_cameras_work_on_the_arm(tmp_path: Path) -> None:
+    """The shipped demo task (Franka arm): the wrist camera rides on the hand and sees the
+    fingers; the front camera sees both role entities."""
+    from runtime.collect_support.demo_run import demo_task_path
+    from runtime.sim.cameras.labels import label_names
+    from runtime.taskfile import load_task
+
+    task = load_task(demo_task_path())
+    assert task.scene.robot.kind == "franka_panda"
+    check_task_cameras(task, demo_task_path().parent, source="task.yaml")
+    env = TaskEnvironment(task, demo_task_path().parent)
+    try:
+        env.reset(None)
+        names = label_names([e.entity_id for e in task.scene.entities])
+        with CameraRig(task.cameras) as rig:
+            renderer = rig.renderer_for(env)
+            front, wrist = (renderer.render(env.data, c) for c in task.cameras)
+            hand = env.model.body(env.robot.wrist_mount_body).id
+            assert np.allclose(wrist.position_m, renderer.pose(task.cameras[1], env.data)[0])
+            assert np.linalg.norm(wrist.position_m - env.data.xpos[hand]) < 0.1
+    finally:
+        env.close()
+    front_labels = set(np.unique(front.images["segmentation"]).tolist())
+    assert {names.index("entity:item"), names.index("entity:bin")} <= front_labels
+    assert (wrist.images["segmentation"] == names.index("robot")).mean() > 0.05  # the fingers
+
+
+def test_cli_refuses_a_bad_camera_before_recording_anything(
+    tmp_path: Path, catalog: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runtime.cli import main
+    from runtime.collect_support.demo_run import gantry_demo_task
+
+    task = gantry_demo_task(tmp_path)
+    task.write_text(task.read_text().replace("body: robot_tilt_link", "body: no_such_link"))
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    out = tmp_path / "out"
+    argv = ["--log-level", "warning", "run", str(task), "--catalog", f"item={catalog}",
+            "--catalog", f"bin={catalog}", "--out", str(out), "--db", url]
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"assetcast: error: {task}: cameras[1].mount.body: no body 'no_such_link' in the "
+        "compiled scene\n"
+    )
+    assert not out.exists() and not (tmp_path / "a.db").exists()

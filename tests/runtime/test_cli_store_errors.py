@@ -36,7 +36,10 @@ READ_COMMANDS = (
 # Commands that would write: each must refuse a bad database before touching anything.
 WRITE_COMMANDS = (["collect", "r1", "--no-progress"], ["resume", "r1", "--no-progress"],
                   ["db", "upgrade"])
-ALL_COMMANDS = (*READ_COMMANDS, *WRITE_COMMANDS, ["db", "current"])
+ALL_COMMANDS = (
+    *READ_COMMANDS, *WRITE_COMMANDS, ["db", "current"],
+    ["episode", "r1", "0", "0", "--frames", "frames"],
+)
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +133,7 @@ def test_a_database_in_a_missing_directory_is_not_created(
     _one_line_error(
         capsys,
         ["prepare", str(task), "--catalog", f"item={catalog}", "--catalog", f"bin={catalog}",
-         "--out", str(tmp_path / "out"), "--db", url],
+         "--out", str(tmp_path / "out"), "--db", url, "--log-level", "warning"],
         f"database {url}: directory {tmp_path / 'no/such'} does not exist "
         "(it is not created for a database)",
     )
@@ -321,7 +324,8 @@ def test_an_archived_store_on_a_read_only_mount_can_be_inspected(tmp_path: Path)
         assert done.returncode == 2, command
         assert done.stderr == (
             f"assetcast: error: database {url}: {archive} is on a read-only filesystem; only "
-            "read-only commands (runs, show, events, audit, forensics, verify) work there\n"
+            "read-only commands (runs, show, events, audit, forensics, verify, episode) work "
+            "there\n"
         )
     assert tree(archive) == before
 

@@ -335,3 +335,18 @@ def test_demo_shows_the_three_fates_on_the_arm(tmp_path: Path) -> None:
     ]
     assert refused.startswith("step 0 (pick item): object 'item' is 0.110 m wide")
     assert "franka_panda" in (result.task_path).read_text()
+
+
+def test_position_control_with_gravity_compensation_holds_the_commanded_pose(
+    small_env: TaskEnvironment,
+) -> None:
+    env = small_env
+    m = env.model
+    bodies = [m.jnt_bodyid[m.joint(j).id] for j in env.robot.joint_names]
+    assert all(m.body_gravcomp[b] == 1.0 for b in bodies)
+    assert all(m.jnt_actgravcomp[m.joint(j).id] for j in env.robot.joint_names)
+    env.reset(None)
+    assert env.move_tcp(None, x=0.15, y=0.1, z=0.15, yaw=0.3, waypoint="test")
+    env.hold(None, intervals=50)  # one second later it has not sagged
+    error = env.tcp() - np.array([0.15, 0.1, 0.15, 0.3, 0.0])
+    assert np.linalg.norm(error[:3]) < 0.003 and np.max(np.abs(error[3:])) < 0.02

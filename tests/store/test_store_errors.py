@@ -7,6 +7,8 @@ tests/runtime/test_cli_store_errors.py; these run once per SQL backend.
 from __future__ import annotations
 
 import logging
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,56 @@ def test_a_missing_postgresql_database_is_named(
         assert err.startswith(f"assetcast: error: database {shown}: ")
         assert 'database "no_such_ledger" does not exist' in err
         assert len(err.splitlines()) == 1
+
+
+def test_a_postgresql_row_lock_held_past_the_lock_timeout_names_the_holder(
+    pg_url: str,
+) -> None:
+    """Another session holds the run's row (and the run's lease) in an open transaction:
+    the append gives up after ``lock_timeout`` and names the lease holder."""
+    from store.errors import DatabaseLocked
+
+    url = sa.make_url(pg_url)
+    options = f"{url.query['options']} -clock_timeout=300"
+    impatient = url.update_query_dict({"options": options}).render_as_string(
+        hide_password=False
+    )
+    with EventStore(pg_url) as holder:
+        holder.append("r1", list(legal_run("r1", 1, 1))[:3], expected_version=0)
+        holder.acquire_lease("r1", owner="holder-session", ttl_s=120)
+        engine = make_engine(pg_url)
+        try:
+            with engine.connect() as conn, conn.begin():
+                conn.execute(sa.text("SELECT * FROM runs WHERE run_id = 'r1' FOR UPDATE"))
+                with EventStore(impatient) as waiter:
+                    more = list(legal_run("r1", 1, 1))[3:4]
+                    started = time.monotonic()
+                    with pytest.raises(DatabaseLocked) as caught:
+                        waiter.append("r1", more, expected_version=3)
+                    assert time.monotonic() - started < 20
+        finally:
+            engine.dispose()
+    message = str(caught.value)
+    assert "another session held a lock for longer than the lock timeout" in message
+    assert "; run 'r1' is held by owner 'holder-session' (pid " in message
+
+
+def test_creating_a_sqlite_store_is_all_or_nothing_and_sweeps_dead_attempts(
+    tmp_path: Path,
+) -> None:
+    """A creator killed mid-way leaves only its hidden temporary file; the next creator on
+    this host removes it (its pid is gone) and publishes a complete store."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    abandoned = tmp_path / f".a.db.creating-{dead_pid}-0123456789ab"
+    abandoned.write_bytes(b"SQLite format 3\x00 half a schema")
+    (tmp_path / f"{abandoned.name}-wal").write_bytes(b"")
+    live = tmp_path / f".a.db.creating-{os.getpid()}-ba9876543210"  # ours: still alive
+    live.write_bytes(b"")
+    with EventStore(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        assert store.list_runs() == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a.db", live.name])

@@ -30,7 +30,6 @@ from runtime.sim.robots.base import (
     Column,
     Robot,
     TcpPose,
-    Unreachable,
     gripper_frame,
     pose_from_frame,
     rotation_z,
@@ -275,13 +274,6 @@ class FrankaPanda(Robot):
                 ("m",) * 3 + ("rad",) * 3 + ("m",),
             ),
         }
-
-    def reachable(self, x: float, y: float, z: float, yaw: float) -> bool:
-        try:
-            self.solve(TcpPose(x, y, z, yaw, 0.0), np.array(HOME_ARM))
-        except Unreachable:
-            return False
-        return True
 
 
 def build(spec: RobotSpec, table_xy: tuple[float, float]) -> FrankaPanda:
