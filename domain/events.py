@@ -77,6 +77,10 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
         "episode_index": _I,
     },
     "RunResumed": {"session_id": _S, "host": _S, "pid": _I, "from_state": _S, "to_state": _S},
+    "DatasetUpdated": {
+        "format": _S, "path": _S, "digest": _S, "files": _D, "episodes": _L,
+        "total_episodes": _I, "total_frames": _I, "log_position": _I,
+    },
     "LeaseTakenOver": {
         "previous_owner": _S, "previous_pid": _I, "previous_host": _S, "owner": _S, "pid": _I,
         "host": _S,
@@ -107,6 +111,7 @@ NULLABLE: dict[str, frozenset[str]] = {
 
 ENUMS: dict[tuple[str, str], frozenset[str]] = {
     ("RunCreated", "goal"): frozenset({"prepare", "run"}),
+    ("DatasetUpdated", "format"): frozenset({"lerobot", "robomimic"}),
 }
 
 EVENT_TYPES: frozenset[str] = frozenset(EVENT_FIELDS)

@@ -16,6 +16,7 @@ from domain.limits import (
     DEFAULT_MAX_MESH_VERTICES,
 )
 from runtime.cli.catalog_commands import cmd_catalog_check, cmd_catalog_demo, cmd_catalog_missing
+from runtime.cli.dataset_commands import cmd_export, cmd_verify_dataset
 from runtime.cli.db_command import cmd_db
 from runtime.cli.episode_command import cmd_episode
 from runtime.cli.exit_codes import PROG, UsageError
@@ -83,6 +84,16 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     _limit_flags(parser)
     parser.add_argument(
         "--no-record", action="store_true", help="judge episodes but write no trajectories"
+    )
+
+
+def _dataset_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset",
+        metavar="FORMAT:PATH",
+        action="append",
+        help="keep a dataset up to date as batches finish: lerobot:DIR or robomimic:FILE "
+        "(repeatable)",
     )
 
 
@@ -183,16 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _dataset_flag(p)
     _render_flag(p)
 
     p = command("run", cmd_run, "prepare, then collect (resume finishes both)")
     _prepare_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _dataset_flag(p)
     _render_flag(p)
 
     p = command("resume", cmd_resume, "finish what a failed or interrupted run set out to do")
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _dataset_flag(p)
     _render_flag(p)
 
     p = command("runs", cmd_runs, "list runs")
@@ -231,6 +245,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-thumbnails", action="store_true", help="do not render asset thumbnails"
     )
+
+    p = command("export", cmd_export, "write the committed episodes of runs as a dataset")
+    p.add_argument("run_ids", metavar="RUN", nargs="+", help="runs of one task, merged in order")
+    p.add_argument("--format", required=True, choices=["lerobot", "robomimic"])
+    p.add_argument("--out", metavar="PATH", required=True,
+                   help="dataset directory (lerobot) or .hdf5 file (robomimic)")
+
+    p = command("verify-dataset", cmd_verify_dataset,
+                "check a dataset against the log it projects (exit 1 naming each bad file)")
+    p.add_argument("path", metavar="PATH")
 
     p = command("episode", cmd_episode, "contact sheet and camera files of one episode")
     p.add_argument("run_id", metavar="RUN")

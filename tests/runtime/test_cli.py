@@ -151,7 +151,7 @@ def test_argparse_and_flag_values_are_one_line(
     _bad(capsys, ["frobnicate"],
          "argument COMMAND: invalid choice: 'frobnicate' (choose from 'demo', 'catalog', "
          "'prepare', 'collect', 'run', 'resume', 'runs', 'show', 'events', 'audit', "
-         "'forensics', 'verify', 'report', 'episode', 'db')")
+         "'forensics', 'verify', 'report', 'export', 'verify-dataset', 'episode', 'db')")
     _bad(capsys, ["prepare", str(task)], "the following arguments are required: --catalog, --out")
 
 
