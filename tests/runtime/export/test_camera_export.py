@@ -66,6 +66,7 @@ def test_lerobot_videos_are_the_committed_files(camera_run: tuple, tmp_path: Pat
 
 def test_robomimic_images_are_frame_aligned(camera_run: tuple, tmp_path: Path) -> None:
     import h5py
+
     from runtime.sim.cameras.reader import read_episode_frames
 
     run, receipts = camera_run
