@@ -9,6 +9,8 @@
    cameras vs the same task with the cameras removed (same assets, seeds and episodes),
    alternating, median of repeats (goal >= 0.5).
 3. Bytes per episode-second per camera and modality (committed files / (frames / fps)).
+4. Frustum culling: the in-episode frames re-rendered by ``CameraRenderer`` with culling on
+   and off, alternating, in one process; frames must be byte-identical; figure: speed-up.
 
 Run: ``.venv/bin/python bench/bench_cameras.py`` (prints figures; not part of pytest).
 """
@@ -135,6 +137,46 @@ def raw_renderer_fps(samples: list[tuple[Any, Any, Any]]) -> float:
     return len(cameras) / seconds
 
 
+def culling_speedup(samples: list[tuple[Any, Any, Any]], rounds: int = 3) -> tuple[float, int]:
+    """Median speed-up of culled over unculled rendering of ``samples``; and how many images
+    differ between the two (must be 0)."""
+    source = samples[0][0]
+    model = source.model
+    data = mujoco.MjData(model)
+    renderer = rendering.CameraRenderer(
+        model, source.cameras, source.labels, source._mount_bodies
+    )
+    original = rendering.CameraRenderer._cull
+
+    def render_all(cull: bool) -> tuple[float, list[Any]]:
+        if not cull:
+            rendering.CameraRenderer._cull = lambda *args: None  # type: ignore[method-assign]
+        try:
+            frames, start = [], time.perf_counter()
+            for _, qpos, camera in samples:
+                data.qpos[:] = qpos
+                mujoco.mj_kinematics(model, data)
+                frames.append(renderer.render(data, camera))
+            return time.perf_counter() - start, frames
+        finally:
+            rendering.CameraRenderer._cull = original  # type: ignore[method-assign]
+
+    ratios, differing = [], 0
+    try:
+        for _ in range(rounds):
+            full_seconds, full = render_all(False)
+            culled_seconds, culled = render_all(True)
+            ratios.append(full_seconds / culled_seconds)
+            differing += sum(
+                not np.array_equal(a.images[m], b.images[m])
+                for a, b in zip(full, culled, strict=True)
+                for m in a.images
+            )
+    finally:
+        renderer.close()
+    return statistics.median(ratios), differing
+
+
 def main() -> None:
     configure_logging(level="warning")
     with tempfile.TemporaryDirectory() as tmp:
@@ -188,6 +230,9 @@ def main() -> None:
             print(f"   {camera:6s} {modality:13s} {statistics.mean(values) / 1024:8.1f} KiB/s")
         total = sum(statistics.mean(v) for v in per_key.values()) / 1024
         print(f"   all cameras   {total:8.1f} KiB per episode-second")
+        speedup, differing = culling_speedup(timer.samples)
+        print("4. frustum culling (same frames, culling off vs on, alternating, median of 3)")
+        print(f"   speed-up {speedup:.2f}x; differing images: {differing}  (must be 0)")
 
 
 if __name__ == "__main__":

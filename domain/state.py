@@ -27,7 +27,7 @@ from domain.lifecycle import (
 
 # Bump whenever the fold's meaning or RunState's shape changes: stored snapshots of an
 # older fold version are then ignored and rebuilt from the log.
-FOLD_VERSION = 1
+FOLD_VERSION = 2
 
 
 class EventLike(Protocol):
@@ -140,6 +140,7 @@ class RunState:
     sessions: list[Session] = field(default_factory=list)
     environments: dict[str, EnvironmentFacts] = field(default_factory=dict)
     lease_takeovers: list[dict] = field(default_factory=list)
+    datasets: list[dict] = field(default_factory=list)
     open_episode: tuple[int, int] | None = None
     first_collection: dict | None = None
     last_event_type: str | None = None
@@ -237,6 +238,7 @@ class Folder:
             "RunFailed": self._run_failed,
             "RunResumed": self._run_resumed,
             "LeaseTakenOver": self._lease_taken_over,
+            "DatasetUpdated": self._dataset_updated,
         }
 
     def apply(self, seq: int, event_type: str, payload: dict) -> None:
@@ -316,6 +318,14 @@ class Folder:
     def _lease_taken_over(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
             self.state.lease_takeovers.append({**p, "seq": seq})
+
+    def _dataset_updated(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            if p["log_position"] >= seq:
+                raise _Illegal(
+                    f"log_position {p['log_position']} is not before the event itself"
+                )
+            self.state.datasets.append({**p, "seq": seq})
 
     def _accepts(self, event_type: str) -> bool:
         # Facts are recorded only for events the machine will accept; the machine

@@ -37,7 +37,7 @@ _ROLE_FIELDS = tuple(f.name for f in fields(RoleCandidates))
 # RunState fields stored as they are (JSON values already).
 _PLAIN_FIELDS = (
     "state", "version", "failed_from", "created", "collection", "preparation_completed",
-    "completed", "failures", "lease_takeovers", "first_collection", "last_event_type",
+    "completed", "failures", "lease_takeovers", "datasets", "first_collection", "last_event_type",
     "resumes", "batches_resolved", "batches_finished", "episodes_done", "episodes_accepted",
     "trajectories_committed",
 )

@@ -35,7 +35,8 @@ class InMemoryEventStore(StoreCore):
     def __init__(self, url: str | None = None, *, snapshot_every: int | None = None) -> None:
         super().__init__(snapshot_every=snapshot_every)
         self._snapshots: dict[tuple[str, str], SnapshotRecord] = {}
-        self._events: dict[str, list[ReadRow]] = {}
+        # ReadRow + (prev_hash, hash): the same row shape as the SQL table.
+        self._events: dict[str, list[tuple]] = {}
         self._runs: dict[str, dict] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._position = 0
@@ -48,15 +49,36 @@ class InMemoryEventStore(StoreCore):
 
     def _read_rows(self, run_id: str, after_seq: int) -> list[ReadRow]:
         with self._lock:
-            return self._events.get(run_id, [])[after_seq:]
+            return [row[:6] for row in self._events.get(run_id, [])[after_seq:]]
 
     def _load(self, run_id: str, after_seq: int) -> list[FoldRow]:
+        with self._lock:
+            rows = self._events.get(run_id, [])[after_seq:]
         return [
-            (seq, event_type, text, schema_version)
-            for _pos, seq, event_type, text, _at, schema_version in self._read_rows(
-                run_id, after_seq
-            )
+            (seq, event_type, text, schema_version, digest)
+            for _pos, seq, event_type, text, _at, schema_version, _prev, digest in rows
         ]
+
+    def _chain_rows(self, run_id: str) -> tuple[list, int | None, str | None]:
+        with self._lock:
+            rows = [
+                (seq, event_type, version, text, at, prev, digest)
+                for _pos, seq, event_type, text, at, version, prev, digest
+                in self._events.get(run_id, [])
+            ]
+            run = self._runs.get(run_id)
+            if run is None:
+                return rows, None, None
+            return rows, run["version"], run.get("head_hash")
+
+    def _hash_at(self, run_id: str, seq: int) -> str | None:
+        with self._lock:
+            rows = self._events.get(run_id, [])
+            return rows[seq - 1][7] if 0 < seq <= len(rows) else None
+
+    def _run_head(self, run_id: str) -> str | None:
+        run = self._runs.get(run_id)
+        return None if run is None else run.get("head_hash")
 
     def _run_exists(self, run_id: str) -> bool:
         return run_id in self._runs
@@ -68,8 +90,9 @@ class InMemoryEventStore(StoreCore):
         rows = self._events.get(run_id, [])
         if not 1 <= seq <= len(rows):
             return None
-        _pos, found_seq, event_type, text, _at, schema_version = rows[seq - 1]
-        return event_digest(found_seq, event_type, text, schema_version)
+        _pos, found_seq, event_type, text, _at, schema_version, *hashes = rows[seq - 1]
+        chained = hashes[1] if len(hashes) == 2 else None
+        return event_digest(found_seq, event_type, text, schema_version, chained)
 
     def _put_snapshots(self, records: Sequence[SnapshotRecord]) -> None:
         with self._lock:
@@ -88,12 +111,11 @@ class InMemoryEventStore(StoreCore):
 
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState, fence: Lease | None = None, *, now: datetime | None = None,
+        state: RunState, now: datetime, fence: Lease | None = None, *,
         snapshots: Sequence[SnapshotRecord] = (),
     ) -> None:
         if fence is not None:  # under self._lock, like the rest of the write
             self._check_lease(fence)
-        now = now or utcnow()
         run = self._runs.get(run_id)
         if expected_version == 0:
             if run is not None:
@@ -113,12 +135,13 @@ class InMemoryEventStore(StoreCore):
         log = self._events.setdefault(run_id, [])
         for event in prepared:
             self._position += 1
-            log.append(
-                (self._position, event.seq, event.type, event.text, now, SCHEMA_VERSION)
-            )
+            log.append((
+                self._position, event.seq, event.type, event.text, now, SCHEMA_VERSION,
+                event.prev_hash, event.hash,
+            ))
         run.update(
             state=state.state, version=prepared[-1].seq, updated_at=now,
-            counts=run_counts(state),
+            head_hash=prepared[-1].hash, counts=run_counts(state),
         )
         self._runs[run_id] = run
         self._put_snapshots(snapshots)
@@ -129,7 +152,10 @@ class InMemoryEventStore(StoreCore):
         with self._lock:
             log = self._events.setdefault(run_id, [])
             self._position += 1
-            log.append((self._position, len(log) + 1, event_type, text, utcnow(), schema_version))
+            log.append((
+                self._position, len(log) + 1, event_type, text, utcnow(), schema_version,
+                None, None,
+            ))
 
     # -- leases -----------------------------------------------------------------------
     def lease_info(self, run_id: str) -> LeaseInfo | None:

@@ -54,10 +54,19 @@ def crosses_boundary(before: int, after: int, every: int) -> bool:
     return every > 0 and before // every != after // every
 
 
-def event_digest(seq: int, event_type: str, payload_text: str, schema_version: int) -> str:
-    """What a snapshot remembers of the event it was taken at (the hash chain, once every
-    event carries its own hash, makes this cover the whole prefix)."""
-    return sha256_hex(f"{seq}\n{event_type}\n{schema_version}\n{payload_text}".encode())
+def event_digest(
+    seq: int, event_type: str, payload_text: str, schema_version: int,
+    chain_hash: str | None = None,
+) -> str:
+    """What a snapshot remembers of the event it was taken at: the stored row itself and,
+    when the row carries one, its chain hash, which covers the whole prefix of the log (a
+    rewritten earlier event with its hashes recomputed changes it). The row is kept in the
+    digest too, so a payload altered beneath an unchanged hash column still invalidates."""
+    if chain_hash is None:
+        return sha256_hex(f"{seq}\n{event_type}\n{schema_version}\n{payload_text}".encode())
+    return sha256_hex(
+        f"{seq}\n{event_type}\n{schema_version}\n{chain_hash}\n{payload_text}".encode()
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Snapshots of the fold and of projections; cached run counts on ``runs``.
 
 Revision ID: 0003_snapshots
-Revises: 0002_lease_token (0002_hash_chain goes in between when the hash chain lands)
+Revises: 0002_hash_chain
 Create Date: 2026-12-01
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003_snapshots"
-down_revision: str | None = "0002_lease_token"
+down_revision: str | None = "0002_hash_chain"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

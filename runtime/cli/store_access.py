@@ -68,8 +68,14 @@ def unknown_run(run_id: str) -> UnknownRun:
     return UnknownRun(f"unknown run {run_id!r} (use `assetcast runs` to list runs)")
 
 
-def read_run(store: Any, run_id: str) -> list[Any]:
-    """The run's events; an unknown run is bad input (exit 2), never an empty report."""
+def read_run(store: Any, run_id: str, *, chain_notice: bool = True) -> list[Any]:
+    """The run's events; an unknown run is bad input (exit 2), never an empty report.
+
+    A broken hash chain is announced on stderr first (``chain_notice``)."""
+    if chain_notice:
+        from runtime.cli.chain_notice import warn_if_chain_broken
+
+        warn_if_chain_broken(store, run_id)
     try:
         events = list(store.read(run_id))
     except UnknownRun:

@@ -96,13 +96,17 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
     judged: dict[tuple[int, int], tuple[bool, str]] = {}
     causes: dict[tuple[int, int], str] = {}
     done: dict[tuple[int, int], dict[str, Any]] = {}
+    seconds: dict[tuple[int, int], float | None] = {}
     for event in events:
         p = event.payload
+        if "duration_s" in p and seconds.get(episode_key(p)) is not None:
+            seconds[episode_key(p)] += p["duration_s"]  # type: ignore[operator]
         if event.type == "EpisodeStarted":
             key = episode_key(p)
             judged.pop(key, None)
             done.pop(key, None)
             causes.pop(key, None)
+            seconds[key] = p.get("reset_s")  # measured timing (absent in older logs)
         elif event.type == "InitialChecked" and not p["passed"]:
             causes[episode_key(p)] = _failed_checks(p["checks"])
         elif event.type == "EpisodeExecuted" and not p["completed"]:
@@ -124,6 +128,8 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
                 "sha256": p.get("sha256"),
                 "reason": p.get("reason"),
             }
+    for key, outcome in done.items():  # ResetSubmitted's time comes after the verdict
+        outcome["duration_s"] = seconds.get(key)
     return done
 
 
@@ -151,6 +157,8 @@ def _asset_entry(table: dict[tuple[str, str], dict[str, Any]], asset_id: str, sh
             "batches": [],
             "episodes_attempted": 0,
             "episodes_accepted": 0,
+            "episodes_timed": 0,
+            "episode_seconds": 0.0,
             "rejections": [],
         }
     return table[key]
@@ -168,18 +176,38 @@ def _audit_run(
     by_asset_id: dict[tuple[str, str], tuple[str, str]] = {}
     batch_assets: dict[int, dict[str, tuple[str, str]]] = {}
     judged: dict[tuple[int, int], bool] = {}  # open episodes: judged accepted?
-    done: dict[int, list[int]] = {}  # batch -> [attempted, accepted] over done episodes
+    # batch -> [attempted, accepted, timed, seconds] over done episodes
+    done: dict[int, list[Any]] = {}
+    # Measured time so far of the open episode and of those done since the last start (their
+    # reset after the commit still counts): flushed into ``done`` at the next start.
+    seconds: dict[tuple[int, int], float | None] = {}
+    finished: list[tuple[int, int]] = []
+
+    def flush() -> None:
+        for key in finished:
+            took = seconds.pop(key, None)
+            if took is not None:
+                counts = done[key[0]]
+                counts[2] += 1
+                counts[3] += took
+        finished.clear()
+
     for event in events:
         p = event.payload
+        if "duration_s" in p and seconds.get(episode_key(p)) is not None:
+            seconds[episode_key(p)] += p["duration_s"]  # type: ignore[operator]
         if event.type == "EpisodeStarted":
+            flush()
             judged.pop(episode_key(p), None)
+            seconds[episode_key(p)] = p.get("reset_s")  # measured timing (absent in older logs)
         elif event.type == "EpisodeJudged":
             judged[episode_key(p)] = bool(p["accepted"])
         elif event.type in ("TrajectoryCommitted", "TrajectoryDiscarded"):
             key = episode_key(p)
-            counts = done.setdefault(key[0], [0, 0])
+            counts = done.setdefault(key[0], [0, 0, 0, 0.0])
             counts[0] += 1
             counts[1] += int(judged.pop(key, False))
+            finished.append(key)
         elif event.type == "CandidatePrepared":
             ident = (str(p["asset_id"]), str(p["content_sha256"]))
             identity_of[(p["role"], p["candidate_id"])] = ident
@@ -233,11 +261,14 @@ def _audit_run(
                         "seq": event.seq,
                     }
                 )
-    for batch_index, (attempted, accepted) in done.items():
+    flush()
+    for batch_index, (attempted, accepted, timed, seconds_sum) in done.items():
         for ident in batch_assets.get(batch_index, {}).values():
             entry = _asset_entry(assets, *ident)
             entry["episodes_attempted"] += attempted
             entry["episodes_accepted"] += accepted
+            entry["episodes_timed"] += timed
+            entry["episode_seconds"] = round(entry["episode_seconds"] + seconds_sum, 6)
 
 
 class _Audit:
@@ -266,6 +297,8 @@ class _Audit:
             mine["rejections"] += entry["rejections"]
             mine["episodes_attempted"] += entry["episodes_attempted"]
             mine["episodes_accepted"] += entry["episodes_accepted"]
+            mine["episodes_timed"] += entry["episodes_timed"]
+            mine["episode_seconds"] = round(mine["episode_seconds"] + entry["episode_seconds"], 6)
         for key, slot in part.unprepared.items():
             if key in self.unprepared:
                 self.unprepared[key]["rejections"] += slot["rejections"]

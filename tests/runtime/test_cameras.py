@@ -220,3 +220,38 @@ def test_cli_refuses_a_bad_camera_before_recording_anything(
         "compiled scene\n"
     )
     assert not out.exists() and not (tmp_path / "a.db").exists()
+
+
+def test_frustum_culling_drops_geoms_but_no_pixel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Geoms wholly outside a camera's view are dropped before rendering (the Panda's
+    high-poly links dominate the cost), yet every image equals an unculled render."""
+    from runtime.collect_support.demo_run import demo_task_path
+    from runtime.sim.cameras import rendering
+    from runtime.taskfile import load_task
+
+    task = load_task(demo_task_path())
+    env = TaskEnvironment(task, demo_task_path().parent)
+    culled: list[int] = []
+    original = rendering.CameraRenderer._cull
+
+    def counting(self: Any, scene: Any, *args: Any) -> None:
+        original(self, scene, *args)
+        none = int(rendering.mujoco.mjtGeom.mjGEOM_NONE)
+        culled.append(sum(scene.geoms[i].type == none for i in range(scene.ngeom)))
+
+    try:
+        env.reset(None)
+        with CameraRig(task.cameras) as rig:
+            renderer = rig.renderer_for(env)
+            monkeypatch.setattr(rendering.CameraRenderer, "_cull", counting)
+            with_culling = [renderer.render(env.data, c) for c in task.cameras]
+            monkeypatch.setattr(rendering.CameraRenderer, "_cull", lambda *a: None)
+            without = [renderer.render(env.data, c) for c in task.cameras]
+    finally:
+        env.close()
+    assert sum(culled) > 0, "some Panda link must lie outside a demo camera's view"
+    for culled_frame, full_frame in zip(with_culling, without, strict=True):
+        for modality, image in full_frame.images.items():
+            assert np.array_equal(culled_frame.images[modality], image), modality

@@ -64,6 +64,8 @@ def _lane(url: str, run_id: str, seed: int) -> int:
             assert state.version == len(seqs)
             assert state == fold(run_id, store.read(run_id))
             assert store._snapshot(run_id, "fold") is not None or len(seqs) < SNAPSHOT_EVERY
+            chain = store.verify_chain(run_id)  # no torn chain: the prefix verifies
+            assert chain.ok and chain.events == len(seqs), chain.summary()
     with EventStore(url) as store:
         # PreparationStarted, CollectionStarted and one RunResumed per restart
         assert store.state(run_id).session == KILLS_PER_LANE + 1

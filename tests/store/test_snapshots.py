@@ -245,3 +245,24 @@ def test_snapshots_on_every_backend(backend_url: str, monkeypatch: pytest.Monkey
         assert fresh.project("r", "digest").summary("r") == run_summary("r", logged)
         assert [e.seq for e in fresh.iter_events("r", after_seq=7)] == list(range(8, 61))
         assert [e.seq for e in fresh.iter_events("r")] == [e.seq for e in logged]
+
+
+def test_append_after_a_fold_restored_from_a_snapshot_keeps_the_hash_chain(
+    sqlite_store: EventStore,
+) -> None:
+    """A new process that restores the fold from a snapshot with no tail must chain its next
+    event to the stored hash of the snapshot's event, never to the genesis hash."""
+    assert sqlite_store.rebuild_snapshots(["r"])  # the snapshot is at the log's last event
+    version = sqlite_store.state("r").version
+    url = str(sqlite_store.engine.url)
+    with EventStore(url, snapshot_every=10) as fresh:
+        loaded: list[int] = []
+        original = fresh._load
+        fresh._load = lambda run_id, after: (loaded.append(after), original(run_id, after))[1]  # type: ignore[method-assign]
+        assert fresh.state("r").version == version
+        assert loaded == [version]  # restored from the snapshot: the tail is empty
+        done = NewEvent("RunCompleted", {"batches": 2, "accepted": 4, "attempted": 8})
+        assert fresh.append("r", [done], expected_version=version) == version + 1
+        report = fresh.verify_chain("r")
+        assert report.ok and report.events == version + 1, report.summary()
+        assert fresh.head_hash("r") == fresh._hash_at("r", version + 1)
