@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4  # 4: bulk rows carry their chain hashes (issue 13)
 
 
 def _cache_dir() -> Path:
@@ -123,6 +123,7 @@ def _build(size: int) -> tuple[Path, str, float]:
     import sqlalchemy as sa
 
     from domain.canonical import canonical_json
+    from domain.chain import chain_hashes, time_text
     from domain.events import SCHEMA_VERSION
     from store import EventStore, NewEvent
     from store.records import utcnow
@@ -147,23 +148,35 @@ def _build(size: int) -> tuple[Path, str, float]:
         per_batch = max(1, (size - version) // 6 // len(batches))
         remaining = size - version - len(pending)
 
+        head = store._hash_at(run_id, version)
+
         def flush() -> None:
-            """Bulk-insert all but the last episode's events (kept for the final append)."""
-            nonlocal version
+            """Bulk-insert all but the last episode's events (kept for the final append),
+            chained like an append would chain them."""
+            nonlocal version, head
+            now = utcnow()
+            texts = [(e.type, canonical_json(e.payload)) for e in pending[:-6]]
+            links = chain_hashes(
+                run_id, version + 1, head, time_text(now), SCHEMA_VERSION, texts
+            )
             rows = [
-                (version + i + 1, e.type, canonical_json(e.payload))
-                for i, e in enumerate(pending[:-6])
+                (version + i + 1, event_type, text, prev_hash, digest)
+                for i, ((event_type, text), (prev_hash, digest)) in enumerate(
+                    zip(texts, links, strict=True)
+                )
             ]
             with store._writer.connect() as conn, conn.begin():
                 store._sql.insert_events.execute_rows(
-                    conn, {"run_id": run_id, "recorded_at": utcnow(),
+                    conn, {"run_id": run_id, "recorded_at": now,
                            "schema_version": SCHEMA_VERSION},
-                    ("seq", "type", "payload"), rows,
+                    ("seq", "type", "payload", "prev_hash", "hash"), rows,
                 )
                 version += len(rows)
+                head = rows[-1][4]
                 conn.execute(
-                    sa.text("UPDATE runs SET version = :v, state = 'collecting' "
-                            "WHERE run_id = :r"), {"v": version, "r": run_id},
+                    sa.text("UPDATE runs SET version = :v, state = 'collecting', "
+                            "head_hash = :h WHERE run_id = :r"),
+                    {"v": version, "h": head, "r": run_id},
                 )
             del pending[:-6]
 
