@@ -37,7 +37,7 @@ from runtime.cli.output import one_line
 from runtime.cli.parser import build_parser
 from runtime.cli.plugins import load_plugins, plugin_names
 from runtime.cli.run_commands import RUN_HANDLERS
-from runtime.cli.store_access import close_stores
+from runtime.cli.store_access import close_stores, resolve_run_argument
 from runtime.logging import configure_logging
 
 log = structlog.get_logger(__name__)
@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         load_plugins(plugin_names(args.plugin))
+        resolve_run_argument(args, records=args.handler in RUN_HANDLERS)
         return int(args.handler(args))
     except BrokenPipeError:  # `assetcast events RUN | head`: the reader had enough
         devnull = os.open(os.devnull, os.O_WRONLY)
