@@ -35,6 +35,8 @@ def cmd_catalog_check(args: argparse.Namespace) -> int:
     for check in results:
         if check.ok:
             out(f"ok    {check.path}: {check.reason}")
+            for warning in check.warnings:
+                out(f"warn  {check.path}: {one_line(warning)}")
         else:
             failed += 1
             out(f"FAIL  {check.path}: {one_line(check.reason)}")

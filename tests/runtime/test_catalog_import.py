@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,7 @@ from runtime.assets.importing import ImportOptions, import_asset
 from runtime.assets.meshes import load_mesh
 from runtime.cli import main
 
+REPO = Path(__file__).resolve().parents[2]
 CAVITY_R, WALL, FLOOR, HEIGHT = 0.035, 0.005, 0.005, 0.1
 
 
@@ -258,3 +261,55 @@ def test_bad_id_and_scale_are_one_line_errors(
         "assetcast: error: --scale: must be a positive number, got -1.0\n"
     )
     assert not (tmp_path / "c").exists()
+
+
+def test_check_warns_about_unknown_capabilities_and_thin_shells(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # pybullet's jenga block: six 0.5 mm plates around a hollow 5 cm cube.
+    size, thin = 0.05, 0.0005
+    plates = []
+    for axis in range(3):
+        for sign in (-1, 1):
+            extents = [size - 4 * thin] * 3  # plates do not touch: six components
+            extents[axis] = thin
+            plate = trimesh.creation.box(extents)
+            offset = [0.0, 0.0, 0.0]
+            offset[axis] = sign * (size - thin) / 2
+            plate.apply_translation(offset)
+            plates.append(plate)
+    source = tmp_path / "jenga.obj"
+    trimesh.util.concatenate(plates).export(source)
+    catalog = tmp_path / "catalog"
+    import_asset(source, catalog, ImportOptions("jenga", "block", ("antipodal_grip",)))
+    assert main(["catalog", "check", str(catalog), "--log-level", "warning"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    package = catalog / "jenga"
+    assert lines[0].startswith(f"ok    {package}: jenga ")
+    assert lines[1] == (
+        f"warn  {package}: capability 'antipodal_grip' is not in the documented vocabulary "
+        "(antipodal_grasp, container, support_surface, pour_source, pour_target, stackable); "
+        "did you mean 'antipodal_grasp'?"
+    )
+    assert len(lines) == 8
+    assert lines[2] == (
+        f"warn  {package}: collision piece piece_000.obj is a thin shell (0.5 mm thick): the "
+        "simulator collides it as a plate that thin, which fingers and objects can pass "
+        "through or tunnel into; give the package a closed, solid collision mesh "
+        "(`assetcast catalog import` welds separate faces into one)"
+    )
+
+
+def test_trimesh_runtime_warnings_become_debug_log_lines(tmp_path: Path) -> None:
+    source = tmp_path / "mug.obj"
+    _mug((0.0, 0.0, 0.0)).export(source)
+    # Preparing its open surface pieces makes trimesh divide by a zero volume.
+    import_asset(source, tmp_path / "catalog", ImportOptions("mug", "mug", container=True))
+    base = [sys.executable, "-m", "runtime.cli", "catalog", "check", str(tmp_path / "catalog")]
+    quiet = subprocess.run(base, capture_output=True, text=True, cwd=REPO, check=True)
+    assert quiet.stderr == ""
+    loud = subprocess.run(
+        [*base, "--log-level", "debug"], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert "library_warning" in loud.stderr and "RuntimeWarning" in loud.stderr
+    assert "center_mass = " not in loud.stderr  # not the raw two-line warning
