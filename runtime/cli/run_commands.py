@@ -75,6 +75,10 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
 
     cfg = collection_config(args)
     task = load_task(args.task)  # task errors before the database is even opened
+    from runtime.assets.entity_packages import check_entity_packages, entity_package_dirs
+
+    # Entity packages are contained and verified before any preflight reads them.
+    check_entity_packages(entity_package_dirs(task, Path(args.task).resolve()), cfg.mesh_limits)
     from runtime.sim.robots import check_reach
 
     check_reach(task, source=str(args.task))  # an entity out of the robot's reach is bad input

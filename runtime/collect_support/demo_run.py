@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 GANTRY_ROBOT = "{kind: parallel_gripper, max_opening_m: 0.09}"
+GANTRY_MOUNT_POSE = "position_m: [-0.09, 0.0, 0.13], look_at_m: [0.0, 0.0, -0.01]"
 
 
 def demo_task_path() -> Path:
@@ -28,18 +29,38 @@ def gantry_demo_task_text() -> str:
     marker = "robot: {kind: franka_panda}"
     if marker not in text:
         raise ValueError(f"{demo_task_path()}: no {marker!r} line to swap for the gantry")
-    # a wrist camera rides on the gantry's wrist instead of the Panda hand
-    mount = f"body: {FrankaPanda.wrist_mount_body}"
-    return text.replace(marker, f"robot: {GANTRY_ROBOT}").replace(
-        mount, f"body: {ParallelGripper.wrist_mount_body}"
-    )
+    # The wrist camera rides on the gantry's wrist instead of the Panda hand; the two hand
+    # frames differ (the gantry's sits at the fingertips, +z up), so the whole mount changes.
+    lines = []
+    for line in text.replace(marker, f"robot: {GANTRY_ROBOT}").splitlines(keepends=True):
+        if f"mount: {{body: {FrankaPanda.wrist_mount_body}," in line:
+            indent = line[: line.index("mount:")]
+            body = ParallelGripper.wrist_mount_body
+            line = f"{indent}mount: {{body: {body}, {GANTRY_MOUNT_POSE}}}\n"
+        lines.append(line)
+    return "".join(lines)
 
 
-def gantry_demo_task(directory: Path) -> Path:
-    """``gantry_demo_task_text()`` written into ``directory``."""
-    path = Path(directory) / "demo_task.gantry.yaml"
+def without_cameras(text: str) -> str:
+    """The task text with its ``cameras:`` section removed (for runs that test something
+    else and should not pay for rendering)."""
+    import yaml
+
+    mapping = yaml.safe_load(text)
+    mapping.pop("cameras", None)
+    return yaml.safe_dump(mapping, sort_keys=False)
+
+
+def gantry_demo_task(directory: Path, *, cameras: bool = True) -> Path:
+    """``gantry_demo_task_text()`` written into ``directory`` (without its cameras unless
+    ``cameras``)."""
+    text = gantry_demo_task_text()
+    name = "demo_task.gantry.yaml"
+    if not cameras:
+        text, name = without_cameras(text), "demo_task.gantry.no_cameras.yaml"
+    path = Path(directory) / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(gantry_demo_task_text(), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -65,10 +86,12 @@ def prepare_demo_run(
     record_trajectory: bool = True,
     goal: str = "run",
     arm: bool = False,
+    cameras: bool = True,
 ) -> str:
     """Prepare the demo task into ``output_dir`` and return the new run id.
 
     ``arm=False`` runs it on the gantry (fast); ``arm=True`` on the shipped Franka arm.
+    ``cameras=False`` (gantry only) drops the task's cameras.
     """
     from domain.config import CollectionConfig
     from runtime.prepare import prepare, providers_from_catalog_args
@@ -81,7 +104,11 @@ def prepare_demo_run(
         record_trajectory=record_trajectory,
     )
     providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
-    task = demo_task_path() if arm else gantry_demo_task(Path(output_dir).parent)
+    if arm and not cameras:
+        raise ValueError("cameras=False is only offered on the gantry")
+    task = demo_task_path() if arm else gantry_demo_task(
+        Path(output_dir).parent, cameras=cameras
+    )
     result = prepare(
         task, providers, cfg=cfg, output_dir=output_dir, store=store, goal=goal
     )

@@ -9,7 +9,8 @@ accepted (batch, episode) set and trajectory SHA-256s, one commit per accepted e
 twice, none missing), every committed file intact on disk, and a log the fold accepts. The demo
 task records two cameras, so every commit also lists its camera files (videos, depth,
 segmentation, metadata): they must be byte-identical to the reference's too, across processes
-and after any number of kills.
+and after any number of kills (the arm profile; the gantry profile, which needs many more kills,
+runs its task without cameras to stay within its time budget).
 
 Run as a script, this file is the child process: ``python test_collect_crash.py DB RUN MODE
 SPAWNED_AT`` collects or resumes RUN and prints its timings as JSON.
@@ -120,7 +121,7 @@ def _outcome(
     return {"accepted": accepted, "commits": commits, "events": events}
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("robot", sorted(PROFILES))
 def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
     tmp_path: Path, robot: str
@@ -139,7 +140,7 @@ def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
         out = tmp_path / name
         run_id = prepare_demo_run(
             store, out, catalog, seed=SEED, batches=batches, episodes_per_batch=episodes,
-            settle_steps=SETTLE, arm=robot == "arm",
+            settle_steps=SETTLE, arm=robot == "arm", cameras=robot == "arm",
         )
         return run_id, out
 
@@ -147,7 +148,8 @@ def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
     timing = _finish(_spawn(db_url, ref_id, "collect", tmp_path), "reference collect")
     reference = _outcome(store, ref_id, ref_out, batches, episodes)
     assert reference["accepted"], "the reference run should accept some episodes"
-    assert all(len(files) == 7 for _, files in reference["commits"].values()), "cameras on"
+    camera_files = 7 if robot == "arm" else 0  # the gantry profile runs without cameras
+    assert all(len(files) == camera_files for _, files in reference["commits"].values())
     low, high = 0.8 * timing["import_s"], timing["total_s"]
 
     kills, attempts, unlogged_seen, resumed_events = 0, 0, 0, 0

@@ -200,10 +200,11 @@ def test_a_stopped_collector_publishes_nothing_after_takeover(
             child.wait()
     assert _log_rows(store, run_id) == rows  # not one event after the takeover
     assert _published(out) == files  # no trajectory, no report
-    recorded = {
-        (out / e.payload["path"]).resolve()
-        for e in store.read(run_id) if e.type == "TrajectoryCommitted"
+    commits = [e.payload for e in store.read(run_id) if e.type == "TrajectoryCommitted"]
+    recorded = {(out / p["path"]).resolve() for p in commits} | {
+        (out / f["path"]).resolve() for p in commits for f in p.get("files", ())
     }
     on_disk = {p.resolve() for p in (out / "recordings").rglob("*") if p.is_file()}
-    assert on_disk == recorded  # recordings/** holds exactly the logged trajectories
+    # recordings/** holds exactly the logged trajectories and their camera files
+    assert on_disk == recorded
     assert store.state(run_id).state == "completed"
