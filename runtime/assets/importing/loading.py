@@ -34,6 +34,7 @@ class OrientedMesh:
     """The welded mesh in the package frame and how it got there (for provenance)."""
 
     mesh: trimesh.Trimesh
+    collision: trimesh.Trimesh | None
     source_format: str
     up: UpAxis
     up_source: str
@@ -106,29 +107,53 @@ def load_oriented(
 ) -> OrientedMesh:
     """Load ``path``, convert to +Z up, scale, weld and move the origin to the bottom centre
     (the box's XY centre, or the footprint's with ``centring="footprint"``)."""
-    if not np.isfinite(scale) or scale <= 0:
-        raise AssetValidationError(f"--scale: must be a positive number, got {scale!r}")
     axis, axis_source = up_axis_for(path, up)
     loaded = load_mesh(path, label=str(path), limits=limits)
-    vertices_loaded = len(loaded.vertices)
-    mesh = weld(loaded)
-    if axis == "y":
-        y_up_to_z_up(mesh)
-    mesh.apply_scale(scale)
+    return orient(
+        loaded, None, label=str(path), source_format=mesh_format(path.name, where=str(path)),
+        up=axis, up_source=axis_source, scale=scale, centring=centring,
+    )
+
+
+def orient(
+    visual: trimesh.Trimesh,
+    collision: trimesh.Trimesh | None,
+    *,
+    label: str,
+    source_format: str,
+    up: UpAxis,
+    up_source: str,
+    scale: float,
+    centring: Centring,
+) -> OrientedMesh:
+    """Weld, turn to +Z up, scale and re-origin ``visual``; ``collision`` (a separate
+    collision mesh in the same frame) gets exactly the same transform."""
+    if not np.isfinite(scale) or scale <= 0:
+        raise AssetValidationError(f"--scale: must be a positive number, got {scale!r}")
+    vertices_loaded = len(visual.vertices)
+    meshes = [weld(visual)] + ([weld(collision)] if collision is not None else [])
+    for mesh in meshes:
+        if up == "y":
+            y_up_to_z_up(mesh)
+        mesh.apply_scale(scale)
+    mesh = meshes[0]
     extents = mesh.bounds[1] - mesh.bounds[0]
     if float(extents.min()) <= 0:
-        raise AssetValidationError(f"{path}: mesh is flat (extents {extents.tolist()} m)")
+        raise AssetValidationError(f"{label}: mesh is flat (extents {extents.tolist()} m)")
     foot = footprint_centre(mesh)
     if centring == "footprint":
         cx, cy = foot
     else:
         cx, cy = ((mesh.bounds[0][:2] + mesh.bounds[1][:2]) / 2).tolist()
-    mesh.apply_translation([-cx, -cy, -float(mesh.bounds[0][2])])
+    shift = [-cx, -cy, -float(mesh.bounds[0][2])]
+    for each in meshes:
+        each.apply_translation(shift)
     return OrientedMesh(
         mesh=mesh,
-        source_format=mesh_format(path.name, where=str(path)),
-        up=axis,
-        up_source=axis_source,
+        collision=meshes[1] if collision is not None else None,
+        source_format=source_format,
+        up=up,
+        up_source=up_source,
         scale=float(scale),
         centring=centring,
         vertices_loaded=vertices_loaded,
