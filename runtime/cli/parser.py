@@ -107,7 +107,7 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _import_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="SOURCE", help="mesh file to import")
+    parser.add_argument("source", metavar="SOURCE", help="mesh or URDF file to import")
     parser.add_argument("--out", metavar="CATALOG", required=True, help="catalog folder")
     parser.add_argument("--id", required=True, help="asset id (also the package folder name)")
     parser.add_argument("--category", required=True)
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     _limit_flags(c)
     c.set_defaults(handler=cmd_catalog_check)
     c = catalog.add_parser(
-        "import", help="turn a mesh (OBJ/STL/PLY/GLB/glTF) into a normalized package"
+        "import", help="turn a mesh (OBJ/STL/PLY/GLB/glTF) or single-link URDF into a package"
     )
     _common(c, db=False, top=False)
     _import_flags(c)

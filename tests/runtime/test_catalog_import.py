@@ -313,3 +313,49 @@ def test_trimesh_runtime_warnings_become_debug_log_lines(tmp_path: Path) -> None
     )
     assert "library_warning" in loud.stderr and "RuntimeWarning" in loud.stderr
     assert "center_mass = " not in loud.stderr  # not the raw two-line warning
+
+
+def test_urdf_visual_and_collision_get_scale_and_origin_rpy(tmp_path: Path) -> None:
+    # Visual: a 20 x 60 x 40 mm box in millimetres, turned +90 degrees about X by its origin
+    # (60 mm becomes the height); collision: a URDF box of the same size at the same origin.
+    trimesh.creation.box((20.0, 60.0, 40.0)).export(tmp_path / "part.obj")
+    (tmp_path / "part.urdf").write_text(
+        '<robot name="part"><link name="base">'
+        '<visual><origin xyz="0.1 0 0.2" rpy="1.5707963267948966 0 0"/>'
+        '<geometry><mesh filename="part.obj" scale="0.001 0.001 0.001"/></geometry></visual>'
+        '<collision><origin xyz="0.1 0 0.2" rpy="0 0 0"/>'
+        '<geometry><box size="0.02 0.04 0.06"/></geometry></collision>'
+        "</link></robot>"
+    )
+    catalog = tmp_path / "catalog"
+    result = import_asset(tmp_path / "part.urdf", catalog, ImportOptions("part", "block"))
+    bounds = result.descriptor.bounds_m
+    assert bounds is not None
+    assert np.allclose(bounds.lower, [-0.01, -0.02, 0.0])
+    assert np.allclose(bounds.upper, [0.01, 0.02, 0.06])
+    manifest = _manifest(catalog / "part")
+    assert manifest["collision_path"] == "collision.obj"
+    collision = trimesh.load(catalog / "part" / "collision.obj", force="mesh", process=False)
+    assert np.allclose(collision.bounds, [bounds.lower, bounds.upper])
+    assert result.descriptor.provenance["transform"]["up_from"] == "URDF convention (z up)"
+    _assert_checks(catalog)
+
+
+def test_urdf_with_two_links_or_a_package_url_is_refused(tmp_path: Path) -> None:
+    urdf = tmp_path / "arm.urdf"
+    urdf.write_text('<robot name="a"><link name="l1"/><link name="l2"/></robot>')
+    with pytest.raises(Exception) as raised:
+        import_asset(urdf, tmp_path / "c", ImportOptions("arm", "arm"))
+    assert str(raised.value) == (
+        f"{urdf}: only a <robot> with exactly one <link> is imported (found 2)"
+    )
+    urdf.write_text(
+        '<robot name="a"><link name="l"><visual><geometry>'
+        '<mesh filename="package://things/m.obj"/></geometry></visual></link></robot>'
+    )
+    with pytest.raises(Exception) as raised:
+        import_asset(urdf, tmp_path / "c", ImportOptions("arm", "arm"))
+    assert type(raised.value).__name__ == "AssetValidationError"
+    assert str(raised.value) == (
+        f"{urdf}: visual[0]: mesh filename: URLs are not allowed ('package://things/m.obj')"
+    )

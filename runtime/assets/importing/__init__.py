@@ -16,9 +16,16 @@ from domain.assets import AssetDescriptor, Bounds3D, JsonScalar
 from domain.canonical import sha256_hex
 from domain.errors import AssetValidationError
 from domain.limits import MeshLimits
-from runtime.assets.importing.loading import Centring, OrientedMesh, UpAxis, load_oriented
+from runtime.assets.importing.loading import (
+    Centring,
+    OrientedMesh,
+    UpAxis,
+    load_oriented,
+    orient,
+)
 from runtime.assets.importing.regions import estimate_container, estimate_support
 from runtime.assets.importing.source_files import CarriedFiles, carry_obj_references
+from runtime.assets.importing.urdf import load_urdf
 from runtime.assets.importing.writing import mesh_file, package_files, write_package
 from runtime.assets.package import MAX_PACKAGE_BYTES
 from runtime.inputs.reading import read_inside
@@ -95,10 +102,18 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
     digest = sha256_hex(
         read_inside(source.parent, source.name, limit=MAX_PACKAGE_BYTES, error=AssetValidationError)
     )
-    oriented = load_oriented(
-        source, up=options.up, scale=options.scale, centring=options.centring,
-        limits=options.limits,
-    )
+    if source.suffix.lower() == ".urdf":
+        visual, collision = load_urdf(source, options.limits)
+        oriented = orient(
+            visual, collision, label=str(source), source_format="urdf",
+            up=options.up or "z", up_source="--up" if options.up else "URDF convention (z up)",
+            scale=options.scale, centring=options.centring,
+        )
+    else:
+        oriented = load_oriented(
+            source, up=options.up, scale=options.scale, centring=options.centring,
+            limits=options.limits,
+        )
     carried = (
         carry_obj_references(source, drop_missing=options.drop_missing_references)
         if oriented.source_format == "obj" else CarriedFiles()
@@ -127,7 +142,12 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         normalized=True,
     )
     folder = catalog.absolute() / options.asset_id
-    written = write_package(folder, package_files(descriptor, mesh_data, carried.files))
+    collision_data = (
+        None if oriented.collision is None
+        else mesh_file(oriented.collision, mtllibs=[], material=None)
+    )
+    files = package_files(descriptor, mesh_data, carried.files, collision=collision_data)
+    written = write_package(folder, files)
     return ImportResult(
         folder, descriptor, written, len(oriented.mesh.faces), len(oriented.mesh.vertices)
     )

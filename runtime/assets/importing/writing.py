@@ -25,6 +25,7 @@ from runtime.assets.package import MANIFEST_NAME
 from runtime.files import fsync_directory, fsync_tree
 
 MESH_NAME = "mesh.obj"
+COLLISION_NAME = "collision.obj"
 
 
 def mesh_file(mesh: trimesh.Trimesh, *, mtllibs: list[str], material: str | None) -> bytes:
@@ -36,20 +37,27 @@ def mesh_file(mesh: trimesh.Trimesh, *, mtllibs: list[str], material: str | None
 
 
 def package_files(
-    descriptor: AssetDescriptor, mesh_data: bytes, carried: dict[str, bytes]
+    descriptor: AssetDescriptor,
+    mesh_data: bytes,
+    carried: dict[str, bytes],
+    *,
+    collision: bytes | None = None,
 ) -> dict[str, bytes]:
-    if MESH_NAME in carried or MANIFEST_NAME in carried:
+    own = (MESH_NAME, COLLISION_NAME, MANIFEST_NAME)
+    if any(name in carried for name in own):
         raise AssetValidationError(
-            f"the source refers to a file named {MESH_NAME} or {MANIFEST_NAME}, which the "
-            "package needs for itself"
+            f"the source refers to a file named {', '.join(own)}, which the package needs "
+            "for itself"
         )
     manifest: dict[str, Any] = {
         "descriptor": descriptor.to_dict(),
         "visual_path": MESH_NAME,
-        "collision_path": None,
+        "collision_path": COLLISION_NAME if collision is not None else None,
     }
     files = dict(carried)
     files[MESH_NAME] = mesh_data
+    if collision is not None:
+        files[COLLISION_NAME] = collision
     files[MANIFEST_NAME] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
     return files
 
