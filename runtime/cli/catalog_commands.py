@@ -73,6 +73,7 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
         centring=args.centre,
         container=args.container,
         support=args.support,
+        pouring=args.pouring,
         drop_missing_references=args.drop_missing_references,
         limits=collection_config(args).mesh_limits,
     )

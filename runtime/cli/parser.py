@@ -130,6 +130,10 @@ def _import_flags(parser: argparse.ArgumentParser) -> None:
         "--support", action="store_true", help="estimate support_region on the flat top"
     )
     parser.add_argument(
+        "--pouring", action="store_true",
+        help="estimate provenance.pouring (mouth/opening radius) from the inner rim",
+    )
+    parser.add_argument(
         "--drop-missing-references", action="store_true",
         help="remove references to missing MTL/texture files (recorded in provenance)",
     )

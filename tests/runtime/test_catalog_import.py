@@ -98,7 +98,7 @@ def test_mug_container_region_is_inside_the_cavity_and_footprint_centres_the_bod
     assert main([
         "catalog", "import", str(source), "--out", str(catalog), "--id", "mug",
         "--category", "mug", "--capability", "container", "--centre", "footprint",
-        "--container", "--log-level", "warning",
+        "--container", "--pouring", "--log-level", "warning",
     ]) == 0
     assert "container_region (estimated)" in capsys.readouterr().out
     descriptor = _manifest(catalog / "mug")["descriptor"]
@@ -117,6 +117,10 @@ def test_mug_container_region_is_inside_the_cavity_and_footprint_centres_the_bod
     estimated = descriptor["provenance"]["estimated"]["container_region"]
     assert estimated["estimated"] is True
     assert descriptor["provenance"]["origin"] == "footprint"
+    pouring = descriptor["provenance"]["pouring"]
+    assert CAVITY_R * np.cos(np.pi / 48) - 1e-6 <= pouring["opening_radius_m"] <= CAVITY_R
+    assert pouring["mouth_radius_m"] == pouring["opening_radius_m"]
+    assert pouring["evidence"].startswith("estimated by assetcast catalog import: ")
     _assert_checks(catalog)
 
 

@@ -23,7 +23,11 @@ from runtime.assets.importing.loading import (
     load_oriented,
     orient,
 )
-from runtime.assets.importing.regions import estimate_container, estimate_support
+from runtime.assets.importing.regions import (
+    estimate_container,
+    estimate_pouring,
+    estimate_support,
+)
 from runtime.assets.importing.source_files import CarriedFiles, carry_obj_references
 from runtime.assets.importing.urdf import load_urdf
 from runtime.assets.importing.writing import mesh_file, package_files, write_package
@@ -47,6 +51,7 @@ class ImportOptions:
     centring: Centring = "bbox"
     container: bool = False
     support: bool = False
+    pouring: bool = False
     drop_missing_references: bool = False
     limits: MeshLimits = field(default_factory=MeshLimits)
 
@@ -128,6 +133,9 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
     if options.support:
         found = estimate_support(oriented.mesh)
         support, estimated["support_region"] = found.region, found.evidence
+    if options.pouring:
+        provenance["pouring"] = estimate_pouring(oriented.mesh, oriented.footprint_centre)
+        estimated["pouring"] = {"estimated": True, "method": "inner rim radius by ray casts"}
     if estimated:
         provenance["estimated"] = estimated
     descriptor = AssetDescriptor(

@@ -159,3 +159,28 @@ def estimate_support(mesh: trimesh.Trimesh) -> EstimatedRegion:
             return EstimatedRegion(region, evidence)
         half = half * 0.9
     raise AssetValidationError("--support: no flat rectangle found on the mesh's top")
+
+
+def estimate_pouring(mesh: trimesh.Trimesh, probe_xy: tuple[float, float]) -> dict[str, Any]:
+    """``provenance.pouring`` from the rim: the inner radius just below the top, the smallest
+    distance from the opening's centre to the inner wall (a round mouth's radius; an oval or
+    square mouth's narrowest half-width). It serves as both the mouth radius (pouring out)
+    and the opening radius (pouring in)."""
+    top = float(mesh.bounds[1][2])
+    height = top - float(mesh.bounds[0][2])
+    z = top - max(2 * REGION_MARGIN_M, 0.01 * height)
+    px, py = probe_xy
+    angles = np.arange(WALL_RAY_DIRECTIONS) * (2 * math.pi / WALL_RAY_DIRECTIONS)
+    directions = np.stack([np.cos(angles), np.sin(angles), np.zeros_like(angles)], axis=1)
+    hits = _first_hit(mesh, np.tile([px, py, z], (WALL_RAY_DIRECTIONS, 1)), directions)
+    if not np.isfinite(hits).all():
+        raise AssetValidationError(
+            f"--pouring: no rim around the footprint centre at height {z:.4g} m "
+            "(the mouth is not enclosed there)"
+        )
+    radius = float(hits.min())
+    evidence = (
+        f"estimated by assetcast catalog import: smallest of {WALL_RAY_DIRECTIONS} ray "
+        f"distances from the footprint centre to the inner rim at z={z:.4g} m"
+    )
+    return {"mouth_radius_m": radius, "opening_radius_m": radius, "evidence": evidence}
