@@ -3,9 +3,13 @@
 Prints appends/s for durable 1-event and 50-event transactions through
 ``EventStore`` (SQLite, WAL, synchronous=FULL), raw ``sqlite3`` executemany into an
 equivalent table with the same PRAGMAs, and the eventsourcing library's SQLite
-aggregate recorder; then the time to fold a ~100k-event run read from the store.
-Goals: batched appends within 2x of raw sqlite3; fold of 100k events < 2 s. The fenced
-row measures what the lease-token check in every session append costs, side by side.
+aggregate recorder when it is installed (not a dependency: its row is skipped otherwise);
+then the time to fold a ~100k-event run read from the store. The fenced row measures what
+the lease-token check in every session append costs, side by side. The hash chain is priced
+by the same store with its hashing switched off, transaction by transaction in alternation;
+last, re-walking a large run's chain is timed against raw SHA-256 over the same bytes.
+Goals: batched appends within 2x of raw sqlite3; hashing costs <= 5% of append throughput
+(ratio >= 0.95); fold of 100k events < 2 s.
 ``--url URL`` (any SQLAlchemy URL) or ``--pg`` (a private durable PostgreSQL cluster)
 instead compares EventStore on that database with EventStore on SQLite.
 
@@ -28,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: tests.store.eventgen
 
+from domain.chain import GENESIS, event_bytes, time_text, walk_chain  # noqa: E402
 from store import EventStore  # noqa: E402
 from tests.store.eventgen import (  # noqa: E402
     batch_started,
@@ -60,6 +65,14 @@ def _setup_run(store: EventStore, run_id: str) -> int:
         run_id, [created(run_id), *preparation(1), collection_started(), batch_started(0)],
         expected_version=0,
     )
+
+
+class UnhashedEventStore(EventStore):
+    """The store with the chain's hashing replaced by a constant: everything else equal."""
+
+    def _link(self, run_id, prepared, previous, now) -> None:  # type: ignore[no-untyped-def]
+        for event in prepared:
+            event.prev_hash = event.hash = GENESIS
 
 
 def bench_event_store(tmp: Path, per_txn: int, txns: int) -> float:
@@ -231,6 +244,94 @@ def sa_dialect(url: str) -> str:
     return url.split(":", 1)[0].split("+", 1)[0]
 
 
+def bench_hashing_ratio(tmp: Path, per_txn: int, txns: int) -> float:
+    """Throughput with hashing / without, measured transaction by transaction in
+    alternation (two stores, two files, one process), so disk and CPU contention from
+    other processes hits both sides alike; >1 means hashing was not measurably slower."""
+    stores = {
+        name: cls(f"sqlite:///{tmp / f'alt_{name}_{per_txn}.db'}")
+        for name, cls in (("hashed", EventStore), ("plain", UnhashedEventStore))
+    }
+    versions = {name: _setup_run(store, "r") for name, store in stores.items()}
+    stream = _episode_stream()
+    chunks = [[next(stream) for _ in range(per_txn)] for _ in range(txns)]
+    spent = dict.fromkeys(stores, 0.0)
+    for i, chunk in enumerate(chunks):
+        order = ("hashed", "plain") if i % 2 else ("plain", "hashed")
+        for name in order:
+            t0 = time.perf_counter()
+            versions[name] = stores[name].append("r", chunk, expected_version=versions[name])
+            spent[name] += time.perf_counter() - t0
+    for store in stores.values():
+        store.close()
+    return spent["plain"] / spent["hashed"]
+
+
+VERIFY_EVENTS = 1_000_000
+VERIFY_BUDGET_S = 120.0
+
+
+def bench_verify(tmp: Path) -> None:
+    """Re-walk a large run's chain: through the store (read + walk) and the walk alone over
+    rows in memory, next to raw SHA-256 of the same bytes. 1M events if building and
+    walking them fits the budget, judged from a 200k-event run; else 200k, extrapolated."""
+    import hashlib
+
+    def build(n_batches: int) -> tuple[EventStore, str, float]:
+        url = f"sqlite:///{tmp / f'chain_{n_batches}.db'}"
+        store = EventStore(url)
+        run_id = f"chain{n_batches}"
+        events = legal_run(run_id, batches=n_batches, episodes=835)
+        version, chunk, t0 = 0, [], time.perf_counter()
+        for event in events:
+            chunk.append(event)
+            if len(chunk) == 5000:
+                version = store.append(run_id, chunk, expected_version=version)
+                chunk = []
+        if chunk:
+            store.append(run_id, chunk, expected_version=version)
+        return store, run_id, time.perf_counter() - t0
+
+    def measure(store: EventStore, run_id: str) -> tuple[int, float, float, float]:
+        t0 = time.perf_counter()
+        report = store.verify_chain(run_id)
+        store_s = time.perf_counter() - t0
+        assert report.ok, report.summary()
+        rows, version, head = store._chain_rows(run_id)
+        t0 = time.perf_counter()
+        walk_chain(run_id, rows, stored_head=head, stored_version=version)
+        walk_s = time.perf_counter() - t0
+        at = {r[4]: time_text(r[4]) for r in rows}
+        data = [event_bytes(run_id, r[0], r[1], r[2], r[3], at[r[4]], r[5] or "") for r in rows]
+        sha = hashlib.sha256
+        t0 = time.perf_counter()
+        for d in data:
+            sha(d).digest()
+        raw_s = time.perf_counter() - t0
+        return len(rows), store_s, walk_s, raw_s
+
+    section_t0 = time.perf_counter()
+    store, run_id, build_s = build(40)  # ~200k events
+    n, store_s, walk_s, raw_s = measure(store, run_id)
+    store.close()
+    scale = VERIFY_EVENTS / n
+    if (time.perf_counter() - section_t0) * scale < VERIFY_BUDGET_S:
+        store, run_id, build_s = build(200)
+        n, store_s, walk_s, raw_s = measure(store, run_id)
+        store.close()
+        note = "measured"
+    else:
+        note = f"measured on {n} events, extrapolated x{scale:.1f} (1M would exceed ~2 min)"
+        n, store_s, walk_s, raw_s = (
+            VERIFY_EVENTS, store_s * scale, walk_s * scale, raw_s * scale
+        )
+    print(f"verify of a {n}-event chain ({note}): store.verify_chain {store_s:.2f} s "
+          f"({n / store_s:.0f} events/s, reading rows included); walk alone {walk_s:.2f} s "
+          f"({n / walk_s:.0f} events/s); raw sha256 over the same bytes {raw_s:.2f} s "
+          f"({n / raw_s:.0f} events/s): walk/raw {raw_s / walk_s:.2f}x; this section took "
+          f"{time.perf_counter() - section_t0:.0f} s")
+
+
 def main() -> None:
     if "--pg" in sys.argv[1:]:
         main_url(None)
@@ -260,10 +361,15 @@ def main() -> None:
         fenced = results["EventStore, fenced append"]
         print(f"fencing check (lease token in the append's transaction) / unfenced: "
               f"1-event {fenced[0] / es[0]:.2f}x, {BATCH}-event {fenced[1] / es[1]:.2f}x")
+        one = bench_hashing_ratio(tmp, 1, 2 * ONE_TXNS)
+        many = bench_hashing_ratio(tmp, BATCH, 2 * BATCH_TXNS)
+        print(f"hash chain: with hashing / without, alternating transaction by transaction "
+              f"(same process): 1-event {one:.3f}x, {BATCH}-event {many:.3f}x (goal >= 0.95x)")
         n, load, fold_s, read_s = bench_fold(tmp)
         print(f"fold of a {n}-event run read from the store (cold cache): {fold_s:.2f} s "
               f"(goal < 2 s); read() with RecordedEvent objects: {read_s:.2f} s; "
               f"loading it in 1000-event appends took {load:.2f} s")
+        bench_verify(tmp)
 
 
 if __name__ == "__main__":

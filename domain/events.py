@@ -19,7 +19,7 @@ SCHEMA_VERSION = 1
 """Payload schema version written with every event; a newer one on read is refused."""
 
 # Field kinds. ``Any`` accepts every JSON value; ``int`` never accepts a bool.
-_S, _I, _B, _L, _D, _A = str, int, bool, list, dict, object
+_S, _I, _B, _L, _D, _A, _F = str, int, bool, list, dict, object, float
 
 # type -> {field: kind}; fields listed in NULLABLE may also be null.
 EVENT_FIELDS: dict[str, dict[str, Any]] = {
@@ -77,6 +77,10 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
         "episode_index": _I,
     },
     "RunResumed": {"session_id": _S, "host": _S, "pid": _I, "from_state": _S, "to_state": _S},
+    "DatasetUpdated": {
+        "format": _S, "path": _S, "digest": _S, "files": _D, "episodes": _L,
+        "total_episodes": _I, "total_frames": _I, "log_position": _I,
+    },
     "LeaseTakenOver": {
         "previous_owner": _S, "previous_pid": _I, "previous_host": _S, "owner": _S, "pid": _I,
         "host": _S,
@@ -86,8 +90,16 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
 # type -> {field: kind} that a payload may omit (fields added after logs already existed).
 # ``TrajectoryCommitted.files``: the episode's camera files, each {camera (str or null),
 # modality, path, bytes, sha256}; absent in logs written before cameras existed.
+# Per-episode timing (also absent in older logs): ``EpisodeStarted.started_at`` is the
+# wall-clock UTC start (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) and ``reset_s`` the seeded reset;
+# every ``duration_s`` is the monotonic duration in seconds of that event's phase.
 OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
-    "TrajectoryCommitted": {"files": _L},
+    "EpisodeStarted": {"started_at": _S, "reset_s": _F},
+    "InitialChecked": {"duration_s": _F},
+    "EpisodeExecuted": {"duration_s": _F},
+    "EpisodeJudged": {"duration_s": _F},
+    "TrajectoryCommitted": {"files": _L, "duration_s": _F},
+    "ResetSubmitted": {"duration_s": _F},
 }
 
 NULLABLE: dict[str, frozenset[str]] = {
@@ -99,6 +111,7 @@ NULLABLE: dict[str, frozenset[str]] = {
 
 ENUMS: dict[tuple[str, str], frozenset[str]] = {
     ("RunCreated", "goal"): frozenset({"prepare", "run"}),
+    ("DatasetUpdated", "format"): frozenset({"lerobot", "robomimic"}),
 }
 
 EVENT_TYPES: frozenset[str] = frozenset(EVENT_FIELDS)
@@ -129,7 +142,10 @@ _SPECS: dict[
     for name, fields in EVENT_FIELDS.items()
 }
 
-_KIND_NAMES = {str: "string", int: "integer", bool: "boolean", list: "list", dict: "object"}
+_KIND_NAMES = {
+    str: "string", int: "integer", bool: "boolean", list: "list", dict: "object",
+    float: "number",
+}
 
 
 def _where(run_id: str | None, seq: int | None, event_type: str) -> str:
@@ -196,6 +212,8 @@ def validate_payload(
                 )
             continue
         if value is None and nullable:
+            continue
+        if kind is float and type(value) is int:  # JSON does not tell 1 from 1.0
             continue
         raise EventSchemaError(
             f"{_where(run_id, seq, event_type)}: field {field} must be "

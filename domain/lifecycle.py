@@ -45,6 +45,9 @@ ACCEPTING_STATES: dict[str, frozenset[str]] = {
     **{name: frozenset({COLLECTING}) for name in _COLLECTION_EVENTS},
     "LeaseTakenOver": frozenset({PREPARING, PREPARED, COLLECTING, FAILED}),
     "EnvironmentClosed": frozenset({PREPARING, PREPARED, COLLECTING, FAILED}),
+    # A dataset is a projection of committed episodes: it can be (re)written while they are
+    # collected, after the run completed, and from what a failed run did commit.
+    "DatasetUpdated": frozenset({COLLECTING, COMPLETED, FAILED}),
 }
 
 _TRANSITIONS = [

@@ -136,6 +136,7 @@ class RunState:
     sessions: list[Session] = field(default_factory=list)
     environments: dict[str, EnvironmentFacts] = field(default_factory=dict)
     lease_takeovers: list[dict] = field(default_factory=list)
+    datasets: list[dict] = field(default_factory=list)
     open_episode: tuple[int, int] | None = None
 
     @property
@@ -218,6 +219,7 @@ class Folder:
             "RunFailed": self._run_failed,
             "RunResumed": self._run_resumed,
             "LeaseTakenOver": self._lease_taken_over,
+            "DatasetUpdated": self._dataset_updated,
         }
 
     def apply(self, seq: int, event_type: str, payload: dict) -> None:
@@ -293,6 +295,14 @@ class Folder:
     def _lease_taken_over(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
             self.state.lease_takeovers.append({**p, "seq": seq})
+
+    def _dataset_updated(self, seq: int, t: str, p: dict) -> None:
+        if self._accepts(t):
+            if p["log_position"] >= seq:
+                raise _Illegal(
+                    f"log_position {p['log_position']} is not before the event itself"
+                )
+            self.state.datasets.append({**p, "seq": seq})
 
     def _accepts(self, event_type: str) -> bool:
         # Facts are recorded only for events the machine will accept; the machine

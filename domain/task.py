@@ -117,6 +117,15 @@ class TaskSpec:
     checks: ChecksSpec
     asset_requirements: AssetRequirements | None = None
     cameras: tuple[CameraSpec, ...] = ()
+    instruction: str | None = None
+
+    @property
+    def instruction_text(self) -> str:
+        """The readable instruction a policy is conditioned on (datasets' task string):
+        the task file's ``instruction`` or, when absent, one derived from the program."""
+        return self.instruction if self.instruction is not None else program_instruction(
+            self.program
+        )
 
     def entity(self, entity_id: str) -> EntitySpec:
         for entity in self.scene.entities:
@@ -367,9 +376,12 @@ def parse_task(mapping: Any, source: str | None = None) -> TaskSpec:
         "",
         source,
         required=("task_id", "scene", "program", "checks"),
-        optional=("asset_requirements", "cameras"),
+        optional=("asset_requirements", "cameras", "instruction"),
     )
     task_id = f.text(raw["task_id"], "task_id", source)
+    instruction = None
+    if raw.get("instruction") is not None:
+        instruction = f.text(raw["instruction"], "instruction", source)
     scene = _parse_scene(raw["scene"], "scene", source)
     entities = {entity.entity_id for entity in scene.entities}
     raw_program = f.sequence(raw["program"], "program", source)
@@ -396,7 +408,27 @@ def parse_task(mapping: Any, source: str | None = None) -> TaskSpec:
                     source,
                 )
     cameras = parse_cameras(raw.get("cameras", []), "cameras", source)
-    return TaskSpec(task_id, scene, program, checks, requirements, cameras)
+    return TaskSpec(task_id, scene, program, checks, requirements, cameras, instruction)
+
+
+_RELATION_WORDS = {"fits_inside": "in", "supported_by": "on", "pours_into": "into"}
+
+
+def program_instruction(program: tuple[SkillStep, ...]) -> str:
+    """A readable default instruction, e.g. "Pick up the item, then place the item in the bin."."""
+    phrases = []
+    for step in program:
+        obj = step.object.replace("_", " ")
+        if step.skill == "pick":
+            phrases.append(f"pick up the {obj}")
+        elif step.target is not None:
+            word = _RELATION_WORDS.get(step.relation or "", "at")
+            phrases.append(f"{step.skill.replace('_', ' ')} the {obj} {word} the "
+                           f"{step.target.replace('_', ' ')}")
+        else:
+            phrases.append(f"{step.skill.replace('_', ' ')} the {obj}")
+    text = ", then ".join(phrases)
+    return text[:1].upper() + text[1:] + "."
 
 
 # --------------------------------------------------------------------------- serializing
@@ -480,4 +512,6 @@ def task_to_dict(spec: TaskSpec) -> dict[str, Any]:
         out["asset_requirements"] = requirements
     if spec.cameras:
         out["cameras"] = [camera_to_dict(camera) for camera in spec.cameras]
+    if spec.instruction is not None:
+        out["instruction"] = spec.instruction
     return out

@@ -200,8 +200,10 @@ class _Collector:
         final_checks: tuple[CheckSpec, ...] | None,
         factory: EnvironmentFactory,
         progress: bool,
+        datasets: Any = None,
     ) -> None:
         self.store = store
+        self.datasets = datasets
         self.session = session
         self.plan = plan
         self.run_id = plan.run_id
@@ -238,7 +240,8 @@ class _Collector:
         ``on_durable`` runs once the transaction is committed.
         """
         self.session.raise_if_lost()
-        batch = [*self.deferred, *events]
+        ready = self.datasets.take_events() if self.datasets else []
+        batch = [*self.deferred, *ready, *events]
         self.writer.submit(
             batch, Tag(self.phase, self.batch_index, self.episode_index), on_durable
         )
@@ -277,6 +280,9 @@ class _Collector:
                 )
             ]
         )
+        # A crash may have cut a previous session between its last batch and the dataset
+        # update that followed; bring the datasets up to date before anything new is done.
+        self.update_datasets()
         pending = plan.pending_batches()
         log.info(
             "collection_started",
@@ -294,6 +300,7 @@ class _Collector:
         finally:
             bar.close()
         self.batch_index = self.episode_index = None
+        self.finish_datasets()
         accepted, attempted = plan.totals()
         completed = (
             "RunCompleted",
@@ -417,6 +424,26 @@ class _Collector:
         if not todo:  # every episode was done before the crash; only the batch end is missing
             self.phase = "finish_batch"
             self.append([self._batch_finished(batch.batch_index, extra=None)])
+        self.update_datasets()
+
+    def update_datasets(self) -> None:
+        """Ask the live datasets to project the log as it will be once everything submitted so
+        far is appended (they build on their own thread; see runtime.export.live)."""
+        if self.datasets:
+            self.datasets.request(self.writer.version)
+
+    def finish_datasets(self) -> None:
+        """Wait for the last dataset build and append its `DatasetUpdated` (phase
+        ``dataset``; a failure fails the run and resume retries it)."""
+        if not self.datasets:
+            return
+        phase, self.phase = self.phase, "dataset"
+        self.writer.drain()  # the log reaches what the last request waits for (or raises)
+        self.update_datasets()
+        ready = self.datasets.finish()
+        if ready:
+            self.append_now(ready)
+        self.phase = phase
 
     def camera_rig(self, task: Any) -> Any:
         """The session's camera rig (None when not recording or the task has no cameras)."""
@@ -664,6 +691,7 @@ def run_collection(
     progress: bool = True,
     verified: bool = False,
     known_events: Sequence[Any] = (),
+    datasets: Sequence[Any] = (),
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
 
@@ -681,6 +709,11 @@ def run_collection(
     if not verified:
         verify_committed(run_id, plan.output_dir, committed)
     unlogged = quarantine_unlogged(run_id, plan.output_dir, committed, session.session_id)
+    live = None
+    if datasets:
+        from runtime.export.live import LiveDatasets
+
+        live = LiveDatasets(run_id, datasets, store, before_publish=session.check)
     collector = _Collector(
         store,
         session,
@@ -690,6 +723,7 @@ def run_collection(
         final_checks=final,
         factory=factory,
         progress=progress,
+        datasets=live,
     )
     path = report_path_of(plan)
     try:
@@ -709,6 +743,8 @@ def run_collection(
             raise
     finally:
         collector.writer.close()
+        if live is not None:
+            live.close()
     report = write_report(store, run_id, path, session)
     return result_from_report(run_id, report, path, unlogged)
 
@@ -732,6 +768,7 @@ def collect(
     environment_factory: EnvironmentFactory | None = None,
     episodes_per_batch: int | None = None,
     progress: bool = True,
+    datasets: Sequence[Any] = (),
 ) -> CollectionResult:
     """Collect a prepared run: every batch, `episodes_per_batch` episodes each.
 
@@ -762,6 +799,7 @@ def collect(
             environment_factory=environment_factory,
             episodes_per_batch=episodes_per_batch,
             progress=progress,
+            datasets=datasets,
         )
     except BaseException as error:
         end_session(session, error)

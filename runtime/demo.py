@@ -9,6 +9,7 @@ holding everything that demo wrote::
     demo-.../task.yaml       the built-in task (packaged as runtime/demo/task.yaml)
     demo-.../assetcast.db    the event store (SQLite) of this demo
     demo-.../run/            the run's output: cache/, batch_NNNN/, recordings/, reports
+    demo-.../report/         report.html and its PNG plots (``assetcast report``)
 
 A root that exists, is not empty and has no marker is refused: it is somebody else's folder.
 Older demo folders are left alone; delete the root to clean up.
@@ -51,6 +52,7 @@ class DemoResult:
     task_path: Path
     catalog_dir: Path
     output_dir: Path
+    report_path: Path | None = None
 
 
 def demo_task_text() -> str:
@@ -119,4 +121,7 @@ def run_demo(
         task_path, providers, cfg=cfg, output_dir=output, store=store, goal="run", run_id=run_id
     )
     collect(run_id, store=store, progress=progress)
-    return DemoResult(run_id, directory, db_url, task_path, catalog, output)
+    from runtime.report import write_report
+
+    report = write_report(store, run_id, directory / "report")
+    return DemoResult(run_id, directory, db_url, task_path, catalog, output, report.html_path)

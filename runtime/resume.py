@@ -54,7 +54,12 @@ def resume(
     **collect_kwargs: Any,
 ) -> Any:
     """Continue ``run_id``; returns a ``CollectionResult`` (or a ``PreparationResult`` when the
-    run's goal was only ``prepare``). ``collect_kwargs`` are those of ``collect``."""
+    run's goal was only ``prepare``). ``collect_kwargs`` are those of ``collect``.
+
+    A run whose hash chain does not verify is refused (``ChainBroken``) before anything
+    is appended."""
+    store.require_intact_chain(run_id)
+    _require_intact_inputs(run_id, store)
     state = store.state(run_id)
     goal = state.goal
     if state.state == "completed":
@@ -77,6 +82,25 @@ def resume(
     if phase not in ("prepared", "collecting"):
         raise NothingToResume(f"run {run_id} is {state.state} and cannot be resumed")
     return _resume_collection(run_id, store=store, **collect_kwargs)
+
+
+class RunDataAltered(AssetcastInputError):
+    """A deployment or cache snapshot differs from the digests in the run's log."""
+
+
+def _require_intact_inputs(run_id: str, store: Any) -> None:
+    """Deployments and cache snapshots must still match their chained digests before a
+    session builds on them (committed trajectories are checked under the lease)."""
+    from runtime.verify import verify_events
+
+    result = verify_events(run_id, store.read(run_id), trajectories=False)
+    if result.problems:
+        more = len(result.problems) - 1
+        raise RunDataAltered(
+            f"run {run_id}: {result.problems[0]}"
+            + (f" (and {more} more problem(s))" if more else "")
+            + "; refusing to resume (see `assetcast verify`)"
+        )
 
 
 def _resume_collection(run_id: str, *, store: Any, **collect_kwargs: Any) -> Any:

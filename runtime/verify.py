@@ -33,6 +33,7 @@ class VerifyResult:
     run_id: str
     trajectories_checked: int = 0
     deployments_checked: int = 0
+    snapshots_checked: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -184,8 +185,10 @@ def verify_events(
     events: Sequence[EventLike],
     *,
     validate_deployment: Callable[..., Any] | None = None,
+    trajectories: bool = True,
 ) -> VerifyResult:
-    """Check the log itself, then every committed trajectory and deployment it names."""
+    """Check the log itself, then every committed trajectory (unless ``trajectories`` is
+    False), every deployment and every cache snapshot it names."""
     if validate_deployment is None:
         from runtime.deployment import validate_deployment
     result = VerifyResult(run_id=run_id)
@@ -207,6 +210,13 @@ def verify_events(
                 materialized[index], resolved.get(index), output_dir, validate_deployment
             )
         )
+    from runtime.verify_snapshots import check_snapshots
+
+    result.snapshots_checked, snapshot_problems = check_snapshots(events, output_dir)
+    result.problems.extend(snapshot_problems)
+    if not trajectories:
+        log.info("run_inputs_verified", run_id=run_id, problems=len(result.problems))
+        return result
     receipt_problems, files = _receipt_problems(events, output_dir)
     result.problems.extend(receipt_problems)
     counted = {id(receipt) for receipt in files.values()}
@@ -220,6 +230,7 @@ def verify_events(
         run_id=run_id,
         trajectories=result.trajectories_checked,
         deployments=result.deployments_checked,
+        snapshots=result.snapshots_checked,
         problems=len(result.problems),
     )
     return result

@@ -16,16 +16,25 @@ from datetime import datetime
 
 import structlog
 
+from domain.chain import (
+    GENESIS,
+    ChainBroken,
+    ChainReport,
+    ChainRow,
+    chain_hashes,
+    time_text,
+    walk_chain,
+)
 from domain.errors import ConcurrencyError, EventSchemaError, UnknownRun
-from domain.events import normalize_payload, validate_payload
+from domain.events import SCHEMA_VERSION, normalize_payload, validate_payload
 from domain.lifecycle import COMPLETED
 from domain.state import Folder, RunState
 from store.leases import Lease
-from store.records import NewEvent, RecordedEvent, RunSummary
+from store.records import NewEvent, RecordedEvent, RunSummary, utcnow
 
 log = structlog.get_logger(__name__)
 
-FoldRow = tuple[int, str, str, int]  # seq, type, payload (JSON text), schema_version
+FoldRow = tuple[int, str, str, int, str | None]  # seq, type, payload text, schema_version, hash
 # position, seq, type, payload (JSON text), recorded_at (aware UTC), schema_version
 ReadRow = tuple[int, int, str, str, datetime, int]
 
@@ -52,15 +61,18 @@ def _stored_payload(
 
 
 class PreparedEvent:
-    """An event validated for appending: its JSON payload and canonical text."""
+    """An event validated for appending: its JSON payload, canonical text and, once the
+    append has chosen its time, its place in the hash chain."""
 
-    __slots__ = ("seq", "type", "payload", "text")
+    __slots__ = ("seq", "type", "payload", "text", "prev_hash", "hash")
 
     def __init__(self, seq: int, event_type: str, payload: dict, text: str) -> None:
         self.seq = seq
         self.type = event_type
         self.payload = payload
         self.text = text
+        self.prev_hash = GENESIS
+        self.hash = GENESIS
 
 
 class StoreCore:
@@ -68,6 +80,9 @@ class StoreCore:
 
     def __init__(self) -> None:
         self._folds: dict[str, Folder] = {}
+        # Chain hash of the last event each cached fold absorbed: the next append's
+        # prev_hash, known without a read (the version check pins the rows it came from).
+        self._heads: dict[str, str] = {}
         self._lock = threading.RLock()
 
     # -- backend hooks --------------------------------------------------------------
@@ -82,10 +97,20 @@ class StoreCore:
 
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState, fence: Lease | None = None,
+        state: RunState, now: datetime, fence: Lease | None = None,
     ) -> None:
-        """Write atomically; with ``fence``, in the same transaction as a check that the
-        lease row still carries ``fence``'s token (``LeaseLost`` and nothing written if not)."""
+        """Write ``prepared`` (hashes set, all recorded at ``now``) and the run's new
+        state, version and head hash (``prepared[-1].hash``) in one transaction; with
+        ``fence``, in the same transaction as a check that the lease row still carries
+        ``fence``'s token (``LeaseLost`` and nothing written if not)."""
+        raise NotImplementedError
+
+    def _chain_rows(self, run_id: str) -> tuple[list[ChainRow], int | None, str | None]:
+        """Every event of the run as stored, by seq, and the run row's version and head,
+        read from one snapshot (a concurrent append must not look like tampering)."""
+        raise NotImplementedError
+
+    def _run_head(self, run_id: str) -> str | None:
         raise NotImplementedError
 
     def list_runs(self) -> list[RunSummary]:
@@ -122,18 +147,22 @@ class StoreCore:
         if folder is None:
             folder = Folder(run_id)
         apply = folder.apply
+        head = self._heads.get(run_id) if folder.state.version else GENESIS
         try:
-            for seq, event_type, text, schema_version in self._load(
+            for seq, event_type, text, schema_version, digest in self._load(
                 run_id, folder.state.version
             ):
                 apply(
                     seq, event_type,
                     _stored_payload(run_id, seq, event_type, text, schema_version),
                 )
+                head = digest
         except Exception:
             self._folds.pop(run_id, None)
+            self._heads.pop(run_id, None)
             raise
         self._folds[run_id] = folder
+        self._heads[run_id] = head or GENESIS
         return folder
 
     def state(self, run_id: str) -> RunState:
@@ -194,12 +223,69 @@ class StoreCore:
             try:
                 for event in prepared:
                     folder.apply(event.seq, event.type, event.payload)
-                self._write(run_id, prepared, expected_version, folder.state, fence)
+                now = utcnow()
+                previous = self._previous_hash(run_id, expected_version)
+                self._link(run_id, prepared, previous, now)
+                self._write(run_id, prepared, expected_version, folder.state, now, fence)
             except BaseException:
                 self._folds.pop(run_id, None)
+                self._heads.pop(run_id, None)
                 raise
             self._folds[run_id] = folder
+            self._heads[run_id] = prepared[-1].hash
             return folder.state.version
+
+    # -- the hash chain ---------------------------------------------------------------
+    def _previous_hash(self, run_id: str, expected_version: int) -> str:
+        """The hash the next event chains to: the cached head, else (a fold restored by
+        other means) the stored hash of the event at ``expected_version``."""
+        if expected_version == 0:
+            return GENESIS
+        head = self._heads.get(run_id)
+        if head is None:
+            head = self._hash_at(run_id, expected_version) or GENESIS
+        return head
+
+    def _hash_at(self, run_id: str, seq: int) -> str | None:
+        raise NotImplementedError
+
+    def _link(
+        self, run_id: str, prepared: Sequence[PreparedEvent], previous: str, now: datetime
+    ) -> None:
+        """Set each event's ``prev_hash`` and ``hash`` (one hook, so the benchmark can
+        measure appends without it)."""
+        links = chain_hashes(
+            run_id, prepared[0].seq, previous, time_text(now), SCHEMA_VERSION,
+            [(e.type, e.text) for e in prepared],
+        )
+        for event, (prev_hash, digest) in zip(prepared, links, strict=True):
+            event.prev_hash, event.hash = prev_hash, digest
+
+    def verify_chain(self, run_id: str, *, noted_head: str | None = None) -> ChainReport:
+        """Re-walk the run's hash chain from the stored rows (never from the cache).
+
+        Nothing is repaired: the report names the first place that differs.
+        """
+        rows, version, head = self._chain_rows(run_id)
+        if not rows and version is None:
+            raise self._unknown_run(run_id)
+        return walk_chain(
+            run_id, rows, stored_head=head, stored_version=version, noted_head=noted_head
+        )
+
+    def require_intact_chain(self, run_id: str) -> ChainReport:
+        """The chain report, or ChainBroken (bad input: nothing is appended) if it fails."""
+        report = self.verify_chain(run_id)
+        if not report.ok:
+            raise ChainBroken(
+                f"run {run_id}: hash chain broken: {report.problem}; refusing to continue "
+                "a run whose log was altered (see `assetcast verify`)"
+            )
+        return report
+
+    def head_hash(self, run_id: str) -> str | None:
+        """The run's head hash as stored in its run row (unverified; see verify_chain)."""
+        return self._run_head(run_id)
 
     def _append_takeover(self, lease: Lease) -> None:
         """Record a takeover in the run's log (if the run exists and can accept it)."""

@@ -52,7 +52,7 @@ _R = runs_table.c
 _L = leases_table.c
 
 
-_EVENT_ROW_KEYS = ("seq", "type", "payload")
+_EVENT_ROW_KEYS = ("seq", "type", "payload", "prev_hash", "hash")
 
 
 class _Statements:
@@ -62,14 +62,17 @@ class _Statements:
         # inline(): no RETURNING of the generated position (PostgreSQL would add one).
         self.insert_events = DriverStatement(
             events_table.insert().inline(), dialect,
-            column_keys=("run_id", "seq", "type", "payload", "recorded_at", "schema_version"),
+            column_keys=(
+                "run_id", "seq", "type", "payload", "recorded_at", "schema_version",
+                "prev_hash", "hash",
+            ),
         )
         self.bump_run = DriverStatement(
             runs_table.update()
             .where(_R.run_id == sa.bindparam("w_run_id"), _R.version == sa.bindparam("w_expected"))
             .values(
                 state=sa.bindparam("w_state"), version=sa.bindparam("w_version"),
-                updated_at=sa.bindparam("w_now"),
+                updated_at=sa.bindparam("w_now"), head_hash=sa.bindparam("w_head"),
             ),
             dialect,
         )
@@ -78,9 +81,17 @@ class _Statements:
         self.select_events = DriverStatement(
             sa.select(*full).where(*after).order_by(_E.seq), dialect
         )
-        fold = (_E.seq, _E.type, _E.payload, _E.schema_version)
+        fold = (_E.seq, _E.type, _E.payload, _E.schema_version, _E.hash)
         self.select_fold = DriverStatement(
             sa.select(*fold).where(*after).order_by(_E.seq), dialect
+        )
+        chain = (
+            _E.seq, _E.type, _E.schema_version, _E.payload, _E.recorded_at, _E.prev_hash,
+            _E.hash,
+        )
+        self.select_chain = DriverStatement(
+            sa.select(*chain).where(_E.run_id == sa.bindparam("c_run_id")).order_by(_E.seq),
+            dialect,
         )
         # Raw driver rows skip result processing: fine for columns that have none;
         # recorded_at is converted by the reader; anything else keeps the Core path.
@@ -88,8 +99,12 @@ class _Statements:
             c.type.dialect_impl(dialect).result_processor(dialect, None) is None
             for c in full if c is not _E.recorded_at
         )
+        plain = plain and all(
+            c.type.dialect_impl(dialect).result_processor(dialect, None) is None
+            for c in chain if c is not _E.recorded_at
+        )
         if not plain:
-            self.select_events.fast = self.select_fold.fast = False
+            self.select_events.fast = self.select_fold.fast = self.select_chain.fast = False
         # The fence: a no-op UPDATE of our own lease row. Being an UPDATE, it waits on a
         # concurrent takeover's row lock (PostgreSQL) and then re-checks the token.
         self.fence = DriverStatement(
@@ -216,6 +231,38 @@ class EventStore(StoreCore):
             found = conn.execute(sa.select(_R.run_id).where(_R.run_id == run_id)).first()
         return found is not None
 
+    def _chain_rows(self, run_id: str) -> tuple[list, int | None, str | None]:
+        sql = self._sql
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                run = conn.execute(
+                    sa.select(_R.version, _R.head_hash).where(_R.run_id == run_id)
+                ).first()
+                rows = sql.select_chain.execute(conn, {"c_run_id": run_id}).all()
+        convert = sql.recorded_at if sql.select_chain.fast else None
+        seen: dict = {}
+        out = []
+        for seq, event_type, schema_version, text, raw_at, prev, digest in rows:
+            at = seen.get(raw_at)
+            if at is None:
+                at = seen[raw_at] = as_utc(convert(raw_at) if convert else raw_at)
+            out.append((seq, event_type, schema_version, text, at, prev, digest))
+        if run is None:
+            return out, None, None
+        return out, run[0], run[1]
+
+    def _hash_at(self, run_id: str, seq: int) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(_E.hash).where(_E.run_id == run_id, _E.seq == seq)
+            ).scalar()
+
+    def _run_head(self, run_id: str) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(_R.head_hash).where(_R.run_id == run_id)).scalar()
+
     def list_runs(self) -> list[RunSummary]:
         query = sa.select(
             _R.run_id, _R.state, _R.version, _R.created_at, _R.updated_at, _R.goal, _R.task_id
@@ -229,13 +276,13 @@ class EventStore(StoreCore):
     # -- writing ----------------------------------------------------------------------
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState, fence: Lease | None = None,
+        state: RunState, now: datetime, fence: Lease | None = None,
     ) -> None:
         try:
             with self._naming_holder(run_id), self._write_conn() as conn, conn.begin():
                 if fence is not None:
                     self._check_fence(conn, fence)
-                self._write_in(conn, run_id, prepared, expected_version, state)
+                self._write_in(conn, run_id, prepared, expected_version, state, now)
         except DBAPIError as exc:
             if not is_write_conflict(exc):
                 raise
@@ -246,11 +293,11 @@ class EventStore(StoreCore):
 
     def _write_in(
         self, conn: Connection, run_id: str, prepared: Sequence[PreparedEvent],
-        expected_version: int, state: RunState,
+        expected_version: int, state: RunState, now: datetime,
     ) -> None:
         """The append's statements, inside the caller's transaction."""
-        now = utcnow()
         version = prepared[-1].seq
+        head = prepared[-1].hash
         sql = self._sql
         if expected_version == 0:
             created = state.created or {}
@@ -259,7 +306,7 @@ class EventStore(StoreCore):
                     runs_table.insert().values(
                         run_id=run_id, created_at=now, updated_at=now, state=state.state,
                         version=version, goal=created.get("goal"),
-                        task_id=created.get("task_id"),
+                        task_id=created.get("task_id"), head_hash=head,
                     )
                 )
             except IntegrityError as exc:
@@ -270,7 +317,7 @@ class EventStore(StoreCore):
             # The compare-and-swap: one conditional UPDATE, its row count decides.
             result = sql.bump_run.execute(conn, {
                 "w_run_id": run_id, "w_expected": expected_version,
-                "w_state": state.state, "w_version": version, "w_now": now,
+                "w_state": state.state, "w_version": version, "w_now": now, "w_head": head,
             })
             if result.rowcount != 1:
                 raise ConcurrencyError(
@@ -282,7 +329,7 @@ class EventStore(StoreCore):
                 conn,
                 {"run_id": run_id, "recorded_at": now, "schema_version": SCHEMA_VERSION},
                 _EVENT_ROW_KEYS,
-                [(e.seq, e.type, e.text) for e in prepared],
+                [(e.seq, e.type, e.text, e.prev_hash, e.hash) for e in prepared],
             )
         except IntegrityError as exc:
             raise ConcurrencyError(

@@ -33,7 +33,8 @@ class InMemoryEventStore(StoreCore):
 
     def __init__(self, url: str | None = None) -> None:
         super().__init__()
-        self._events: dict[str, list[ReadRow]] = {}
+        # ReadRow + (prev_hash, hash): the same row shape as the SQL table.
+        self._events: dict[str, list[tuple]] = {}
         self._runs: dict[str, dict] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._position = 0
@@ -46,15 +47,36 @@ class InMemoryEventStore(StoreCore):
 
     def _read_rows(self, run_id: str, after_seq: int) -> list[ReadRow]:
         with self._lock:
-            return self._events.get(run_id, [])[after_seq:]
+            return [row[:6] for row in self._events.get(run_id, [])[after_seq:]]
 
     def _load(self, run_id: str, after_seq: int) -> list[FoldRow]:
+        with self._lock:
+            rows = self._events.get(run_id, [])[after_seq:]
         return [
-            (seq, event_type, text, schema_version)
-            for _pos, seq, event_type, text, _at, schema_version in self._read_rows(
-                run_id, after_seq
-            )
+            (seq, event_type, text, schema_version, digest)
+            for _pos, seq, event_type, text, _at, schema_version, _prev, digest in rows
         ]
+
+    def _chain_rows(self, run_id: str) -> tuple[list, int | None, str | None]:
+        with self._lock:
+            rows = [
+                (seq, event_type, version, text, at, prev, digest)
+                for _pos, seq, event_type, text, at, version, prev, digest
+                in self._events.get(run_id, [])
+            ]
+            run = self._runs.get(run_id)
+            if run is None:
+                return rows, None, None
+            return rows, run["version"], run.get("head_hash")
+
+    def _hash_at(self, run_id: str, seq: int) -> str | None:
+        with self._lock:
+            rows = self._events.get(run_id, [])
+            return rows[seq - 1][7] if 0 < seq <= len(rows) else None
+
+    def _run_head(self, run_id: str) -> str | None:
+        run = self._runs.get(run_id)
+        return None if run is None else run.get("head_hash")
 
     def _run_exists(self, run_id: str) -> bool:
         return run_id in self._runs
@@ -71,11 +93,10 @@ class InMemoryEventStore(StoreCore):
 
     def _write(
         self, run_id: str, prepared: Sequence[PreparedEvent], expected_version: int,
-        state: RunState, fence: Lease | None = None,
+        state: RunState, now: datetime, fence: Lease | None = None,
     ) -> None:
         if fence is not None:  # under self._lock, like the rest of the write
             self._check_lease(fence)
-        now = utcnow()
         run = self._runs.get(run_id)
         if expected_version == 0:
             if run is not None:
@@ -95,10 +116,14 @@ class InMemoryEventStore(StoreCore):
         log = self._events.setdefault(run_id, [])
         for event in prepared:
             self._position += 1
-            log.append(
-                (self._position, event.seq, event.type, event.text, now, SCHEMA_VERSION)
-            )
-        run.update(state=state.state, version=prepared[-1].seq, updated_at=now)
+            log.append((
+                self._position, event.seq, event.type, event.text, now, SCHEMA_VERSION,
+                event.prev_hash, event.hash,
+            ))
+        run.update(
+            state=state.state, version=prepared[-1].seq, updated_at=now,
+            head_hash=prepared[-1].hash,
+        )
         self._runs[run_id] = run
 
     def _inject(self, run_id: str, event_type: str, text: str, schema_version: int) -> None:
@@ -107,7 +132,10 @@ class InMemoryEventStore(StoreCore):
         with self._lock:
             log = self._events.setdefault(run_id, [])
             self._position += 1
-            log.append((self._position, len(log) + 1, event_type, text, utcnow(), schema_version))
+            log.append((
+                self._position, len(log) + 1, event_type, text, utcnow(), schema_version,
+                None, None,
+            ))
 
     # -- leases -----------------------------------------------------------------------
     def lease_info(self, run_id: str) -> LeaseInfo | None:

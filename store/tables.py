@@ -13,7 +13,8 @@ from sqlmodel import Field, SQLModel
 
 
 class RunRow(SQLModel, table=True):
-    """One run; ``state`` and ``version`` cache the fold, written with the events."""
+    """One run; ``state``, ``version`` and ``head_hash`` (its last event's chain hash)
+    cache the log, written in the same transaction as the events."""
 
     __tablename__ = "runs"
 
@@ -24,6 +25,9 @@ class RunRow(SQLModel, table=True):
     version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     goal: str | None = Field(default=None, sa_column=sa.Column(sa.String(32), nullable=True))
     task_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    head_hash: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(64), nullable=True)
+    )
 
 
 class EventRow(SQLModel, table=True):
@@ -50,6 +54,12 @@ class EventRow(SQLModel, table=True):
         sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False)
     )
     schema_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    # The hash chain (domain/chain.py). Nullable only so that a row written around the
+    # store (which has none) is reported by verify as unchained instead of refused.
+    prev_hash: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(64), nullable=True)
+    )
+    hash: str | None = Field(default=None, sa_column=sa.Column(sa.String(64), nullable=True))
 
 
 class LeaseRow(SQLModel, table=True):

@@ -21,6 +21,7 @@ from runtime.cli.catalog_commands import (
     cmd_catalog_import,
     cmd_catalog_missing,
 )
+from runtime.cli.dataset_commands import cmd_export, cmd_verify_dataset
 from runtime.cli.db_command import cmd_db
 from runtime.cli.episode_command import cmd_episode
 from runtime.cli.exit_codes import PROG, UsageError
@@ -32,6 +33,7 @@ from runtime.cli.query_commands import (
     cmd_show,
     cmd_verify,
 )
+from runtime.cli.report_command import cmd_report
 from runtime.cli.run_commands import cmd_collect, cmd_demo, cmd_prepare, cmd_resume, cmd_run
 from runtime.cli.store_access import DB_ENV
 from runtime.demo import DEMO_CONFIG
@@ -87,6 +89,16 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     _limit_flags(parser)
     parser.add_argument(
         "--no-record", action="store_true", help="judge episodes but write no trajectories"
+    )
+
+
+def _dataset_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset",
+        metavar="FORMAT:PATH",
+        action="append",
+        help="keep a dataset up to date as batches finish: lerobot:DIR or robomimic:FILE "
+        "(repeatable)",
     )
 
 
@@ -227,16 +239,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _dataset_flag(p)
     _render_flag(p)
 
     p = command("run", cmd_run, "prepare, then collect (resume finishes both)")
     _prepare_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _dataset_flag(p)
     _render_flag(p)
 
     p = command("resume", cmd_resume, "finish what a failed or interrupted run set out to do")
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _dataset_flag(p)
     _render_flag(p)
 
     p = command("runs", cmd_runs, "list runs")
@@ -258,8 +273,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--json", action="store_true", help="JSON report")
 
-    p = command("verify", cmd_verify, "re-hash trajectories and validate deployments (exit 1)")
+    p = command(
+        "verify", cmd_verify,
+        "re-walk the hash chain, re-hash trajectories, deployments and snapshots (exit 1)",
+    )
+    p.add_argument("run_id", metavar="RUN", nargs="?")
+    p.add_argument("--all", action="store_true", help="verify every run in the store")
+    p.add_argument(
+        "--head", metavar="HASH",
+        help="a head hash noted earlier: the run's chain must contain it",
+    )
+
+    p = command("report", cmd_report, "write report.html and PNG plots of one run into DIR")
     p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--out", metavar="DIR", required=True, help="folder for report.html")
+    p.add_argument(
+        "--no-thumbnails", action="store_true", help="do not render asset thumbnails"
+    )
+
+    p = command("export", cmd_export, "write the committed episodes of runs as a dataset")
+    p.add_argument("run_ids", metavar="RUN", nargs="+", help="runs of one task, merged in order")
+    p.add_argument("--format", required=True, choices=["lerobot", "robomimic"])
+    p.add_argument("--out", metavar="PATH", required=True,
+                   help="dataset directory (lerobot) or .hdf5 file (robomimic)")
+
+    p = command("verify-dataset", cmd_verify_dataset,
+                "check a dataset against the log it projects (exit 1 naming each bad file)")
+    p.add_argument("path", metavar="PATH")
 
     p = command("episode", cmd_episode, "contact sheet and camera files of one episode")
     p.add_argument("run_id", metavar="RUN")

@@ -21,7 +21,12 @@ from store.projections.audit import event_time, read_logs, run_summary
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    logs, unreadable = read_logs(open_for_reading(args))
+    from runtime.cli.chain_notice import warn_if_chain_broken
+
+    store = open_for_reading(args)
+    for entry in store.list_runs():
+        warn_if_chain_broken(store, entry.run_id)
+    logs, unreadable = read_logs(store)
     summaries = [run_summary(run_id, list(events)) for run_id, events in logs.items()]
     summaries.sort(key=lambda s: (s["created_at"] or "", s["run_id"]))
     if args.json:
@@ -78,6 +83,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         out(f"{'failure:':<12}{p['phase']}: {p['error_type']}: {p['detail']}")
     if s["resumes"]:
         out(f"{'resumes:':<12}{s['resumes']}")
+    out(f"{'head hash:':<12}{store.head_hash(args.run_id)}")
     if any(e.type == "BatchResolved" for e in events):
         out("")
         out_block(batch_table(events))
@@ -117,9 +123,13 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    from runtime.cli.chain_notice import warn_if_chain_broken
     from store.projections.audit import audit
 
-    report = audit(open_for_reading(args))
+    store = open_for_reading(args)
+    for entry in store.list_runs():
+        warn_if_chain_broken(store, entry.run_id)
+    report = audit(store)
     if args.json:
         sys.stdout.write(report_text(report))
     else:
@@ -141,12 +151,14 @@ def _audit_table(report: dict[str, Any]) -> None:
                 len(a["runs"]),
                 len(a["batches"]),
                 f"{a['episodes_accepted']}/{a['episodes_attempted']}",
+                f"{a['episode_seconds'] / a['episodes_timed']:.2f}" if a["episodes_timed"] else "",
                 f"{len(a['rejections'])} {' '.join(reasons)}".strip(),
             ]
         )
-    out_block(
-        table(["asset", "sha256", "roles", "runs", "batches", "accepted", "rejections"], rows)
-    )
+    out_block(table(
+        ["asset", "sha256", "roles", "runs", "batches", "accepted", "s/episode", "rejections"],
+        rows,
+    ))
     for candidate in report["unprepared_candidates"]:
         for r in candidate["rejections"]:
             out(
@@ -200,16 +212,51 @@ def cmd_forensics(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
+def _verify_one(store: Any, run_id: str, noted_head: str | None) -> bool:
+    """Chain first (it says whether the log itself can be trusted), then the files the log
+    names, checked against the digests the chain carries."""
+    from domain.errors import AssetcastError
     from runtime.verify import verify_events
 
-    events = read_run(open_for_reading(args), args.run_id)
-    result = verify_events(args.run_id, events)
-    for problem in result.problems:
+    chain = store.verify_chain(run_id, noted_head=noted_head)
+    problems = [] if chain.ok else [f"hash chain: {chain.problem}"]
+    for note in chain.notes:
+        out(f"note: {note}")
+    try:
+        events = read_run(store, run_id, chain_notice=False)
+        result = verify_events(run_id, events)
+        problems.extend(result.problems)
+        counts = (
+            f"{result.trajectories_checked} trajectories, {result.deployments_checked} "
+            f"deployments, {result.snapshots_checked} snapshots checked"
+        )
+    except AssetcastError as error:
+        problems.append(f"log unreadable: {error}")
+        counts = "files not checked"
+    for problem in problems:
         out(f"problem: {problem}")
-    verdict = "ok" if result.ok else f"{len(result.problems)} problem(s)"
-    out(
-        f"run {args.run_id}: {verdict} ({result.trajectories_checked} trajectories, "
-        f"{result.deployments_checked} deployments checked)"
-    )
-    return EXIT_OK if result.ok else EXIT_RUN_FAILED
+    verdict = "ok" if not problems else f"{len(problems)} problem(s)"
+    chained = f"chain of {chain.events} events" + (f", head {chain.head}" if chain.ok else "")
+    out(f"run {run_id}: {verdict} ({chained}; {counts})")
+    return not problems
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    store = open_for_reading(args)
+    if args.all:
+        if args.run_id is not None or args.head is not None:
+            raise UsageError("--all: give either RUN (optionally with --head) or --all")
+        run_ids = [entry.run_id for entry in store.list_runs()]
+    else:
+        if args.run_id is None:
+            raise UsageError("RUN: required unless --all is given")
+        if args.head is not None and not _is_hash(args.head):
+            raise UsageError(f"--head {args.head!r}: expected 64 hexadecimal characters")
+        read_run(store, args.run_id, chain_notice=False)  # an unknown run is bad input
+        run_ids = [args.run_id]
+    results = [_verify_one(store, run_id, args.head) for run_id in run_ids]
+    return EXIT_OK if all(results) else EXIT_RUN_FAILED
+
+
+def _is_hash(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)

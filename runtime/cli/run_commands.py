@@ -132,45 +132,69 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from runtime.cli.dataset_commands import dataset_specs
     from runtime.collect import collect
 
+    datasets = dataset_specs(args.dataset)
     store, prepared = _prepare(args, "run")
     _print_prepared(prepared)
-    result = collect(prepared.run_id, store=store, progress=not args.no_progress)
+    result = collect(
+        prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets
+    )
     _print_collected(result)
     return EXIT_OK
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
+    from runtime.cli.dataset_commands import dataset_specs
     from runtime.collect import collect
 
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
+    datasets = dataset_specs(args.dataset)
     apply_render_backend(args)
     store = open_for_writing(args)
+    require_intact_chain(store, args.run_id)
     args.run_start_version = require_run(store, args.run_id)
     result = collect(
         args.run_id,
         store=store,
         episodes_per_batch=args.episodes_per_batch,
         progress=not args.no_progress,
+        datasets=datasets,
     )
     _print_collected(result)
     return EXIT_OK
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    from runtime.cli.dataset_commands import dataset_specs
     from runtime.resume import resume
 
+    datasets = dataset_specs(args.dataset)
     apply_render_backend(args)
     store = open_for_writing(args)
+    require_intact_chain(store, args.run_id)
     args.run_start_version = require_run(store, args.run_id)
-    result = resume(args.run_id, store=store, progress=not args.no_progress)
+    result = resume(
+        args.run_id, store=store, progress=not args.no_progress, datasets=datasets
+    )
     if hasattr(result, "batches"):
         _print_collected(result)
     elif hasattr(result, "deployments"):
         _print_prepared(result)
     return EXIT_OK
+
+
+def require_intact_chain(store: Any, run_id: str) -> None:
+    """Refuse (exit 2) to continue a run whose chain is broken, before even folding its log
+    (a removed event would otherwise surface as a confusing fold error)."""
+    from domain.errors import UnknownRun
+
+    try:
+        store.require_intact_chain(run_id)
+    except UnknownRun:
+        require_run(store, run_id)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -196,6 +220,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"state {summary['state']}"
     )
     out(f"inspect: assetcast --db {result.db_url} show {result.run_id}")
+    if result.report_path is not None:
+        out(f"report: {result.report_path}")
     return EXIT_OK
 
 

@@ -68,8 +68,14 @@ def _unknown_run(run_id: str) -> UnknownRun:
     return UnknownRun(f"unknown run {run_id!r} (use `assetcast runs` to list runs)")
 
 
-def read_run(store: Any, run_id: str) -> list[Any]:
-    """The run's events; an unknown run is bad input (exit 2), never an empty report."""
+def read_run(store: Any, run_id: str, *, chain_notice: bool = True) -> list[Any]:
+    """The run's events; an unknown run is bad input (exit 2), never an empty report.
+
+    A broken hash chain is announced on stderr first (``chain_notice``)."""
+    if chain_notice:
+        from runtime.cli.chain_notice import warn_if_chain_broken
+
+        warn_if_chain_broken(store, run_id)
     try:
         events = list(store.read(run_id))
     except UnknownRun:
@@ -124,7 +130,11 @@ def resolve_run_argument(args: argparse.Namespace, *, records: bool) -> None:
     as the command will (``records``: read-write, else read-only), so every command that
     takes RUN accepts ``latest`` and unique prefixes the same way."""
     given = getattr(args, "run_id", None)
-    if not isinstance(given, str):
+    many = getattr(args, "run_ids", None)
+    if not isinstance(given, str) and not isinstance(many, list):
         return
     store = open_for_writing(args) if records else open_for_reading(args)
-    args.run_id = resolve_run_id(store, given)
+    if isinstance(given, str):
+        args.run_id = resolve_run_id(store, given)
+    if isinstance(many, list):
+        args.run_ids = [resolve_run_id(store, each) for each in many]

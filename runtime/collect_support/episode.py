@@ -13,8 +13,10 @@ A reset that raises leaves a *done* episode (its verdict and file stand) without
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,11 +115,20 @@ def run_episode(
     sim = _sim()
     b, j = ctx.batch_index, episode_index
     seed = episode_seed(ctx.batch_seed, j)
+    started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    clock = _PhaseClock()
     env.reset(seed)
+    reset_s = clock.lap()
     initial = tuple(env.run_checks(initial_checks))
     initial_passed = bool(sim.checks_accept(initial))
     events: list[tuple[str, dict[str, Any]]] = [
-        ("EpisodeStarted", {"batch_index": b, "episode_index": j, "seed": seed}),
+        (
+            "EpisodeStarted",
+            {
+                "batch_index": b, "episode_index": j, "seed": seed, "started_at": started_at,
+                "reset_s": reset_s,
+            },
+        ),
         (
             "InitialChecked",
             {
@@ -125,6 +136,7 @@ def run_episode(
                 "episode_index": j,
                 "passed": initial_passed,
                 "checks": [c.to_dict() for c in initial],
+                "duration_s": clock.lap(),
             },
         ),
     ]
@@ -150,6 +162,7 @@ def run_episode(
                     "steps": int(program.steps),
                     "skills": [s.to_dict() for s in program.skills],
                     "detail": str(program.detail),
+                    "duration_s": clock.lap(),
                 },
             )
         )
@@ -168,6 +181,7 @@ def run_episode(
                 "accepted": accepted,
                 "checks": [c.to_dict() for c in final],
                 "reason": reason,
+                "duration_s": clock.lap(),
             },
         )
     )
@@ -186,9 +200,10 @@ def run_episode(
             "sha256": str(receipt.sha256),
             "files": files,
         }
-        events.append(("TrajectoryCommitted", committed))
+        events.append(("TrajectoryCommitted", {**committed, "duration_s": clock.lap()}))
     else:
         discard = RECORDING_DISABLED if accepted else reason
+        clock.lap()
         events.append(
             ("TrajectoryDiscarded", {"batch_index": b, "episode_index": j, "reason": discard})
         )
@@ -200,5 +215,19 @@ def run_episode(
         env.reset(None)
     except BaseException as error:  # KeyboardInterrupt too: the verdict is still logged
         return EpisodeRun(events, accepted, committed, reset_error=error)
-    events.append(("ResetSubmitted", {"batch_index": b, "episode_index": j}))
+    events.append(
+        ("ResetSubmitted", {"batch_index": b, "episode_index": j, "duration_s": clock.lap()})
+    )
     return EpisodeRun(events, accepted, committed)
+
+
+class _PhaseClock:
+    """Monotonic durations of an episode's consecutive phases (wall-clock jumps ignored)."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+
+    def lap(self) -> float:
+        now = time.perf_counter()
+        elapsed, self._last = now - self._last, now
+        return round(elapsed, 6)

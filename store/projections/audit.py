@@ -92,13 +92,17 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
     judged: dict[tuple[int, int], tuple[bool, str]] = {}
     causes: dict[tuple[int, int], str] = {}
     done: dict[tuple[int, int], dict[str, Any]] = {}
+    seconds: dict[tuple[int, int], float | None] = {}
     for event in events:
         p = event.payload
+        if "duration_s" in p and seconds.get(episode_key(p)) is not None:
+            seconds[episode_key(p)] += p["duration_s"]  # type: ignore[operator]
         if event.type == "EpisodeStarted":
             key = episode_key(p)
             judged.pop(key, None)
             done.pop(key, None)
             causes.pop(key, None)
+            seconds[key] = p.get("reset_s")  # measured timing (absent in older logs)
         elif event.type == "InitialChecked" and not p["passed"]:
             causes[episode_key(p)] = _failed_checks(p["checks"])
         elif event.type == "EpisodeExecuted" and not p["completed"]:
@@ -120,6 +124,8 @@ def episode_outcomes(events: Iterable[EventLike]) -> dict[tuple[int, int], dict[
                 "sha256": p.get("sha256"),
                 "reason": p.get("reason"),
             }
+    for key, outcome in done.items():  # ResetSubmitted's time comes after the verdict
+        outcome["duration_s"] = seconds.get(key)
     return done
 
 
@@ -166,6 +172,8 @@ def _asset_entry(table: dict[tuple[str, str], dict[str, Any]], asset_id: str, sh
             "batches": [],
             "episodes_attempted": 0,
             "episodes_accepted": 0,
+            "episodes_timed": 0,
+            "episode_seconds": 0.0,
             "rejections": [],
         }
     return table[key]
@@ -241,6 +249,11 @@ def _audit_run(
             entry = _asset_entry(assets, *ident)
             entry["episodes_attempted"] += 1
             entry["episodes_accepted"] += int(outcome["accepted"])
+            if outcome["duration_s"] is not None:
+                entry["episodes_timed"] += 1
+                entry["episode_seconds"] = round(
+                    entry["episode_seconds"] + outcome["duration_s"], 6
+                )
 
 
 def audit_logs(logs: Mapping[str, Sequence[EventLike]]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ def test_every_design_event_type_has_a_schema() -> None:
         "EnvironmentBuilt", "BatchStarted", "AssetsReplaced", "EpisodeStarted",
         "InitialChecked", "EpisodeExecuted", "EpisodeJudged", "TrajectoryCommitted",
         "TrajectoryDiscarded", "ResetSubmitted", "BatchFinished", "EnvironmentClosed",
-        "RunCompleted", "RunFailed", "RunResumed", "LeaseTakenOver",
+        "RunCompleted", "RunFailed", "RunResumed", "LeaseTakenOver", "DatasetUpdated",
     }
     assert EVENT_TYPES == design
 

@@ -67,3 +67,21 @@ def test_phase_events_only_in_their_state() -> None:
     assert m.fire("RunResumed") is not None  # prepared does not resume in place
     assert m.fire("LeaseTakenOver") is None
     assert Lifecycle().fire("PreparationStarted") is not None
+
+
+def test_dataset_updates_are_legal_while_collecting_completed_or_failed() -> None:
+    from domain.lifecycle import COLLECTING, COMPLETED, FAILED, PREPARED, Lifecycle
+
+    machine = Lifecycle()
+    for event in ("RunCreated", "PreparationCompleted"):
+        assert machine.fire(event) is None
+    assert machine.state == PREPARED
+    assert machine.fire("DatasetUpdated") == "accepted only in collecting, completed, failed"
+    assert machine.fire("CollectionStarted") is None
+    assert machine.fire("DatasetUpdated") is None and machine.state == COLLECTING
+    assert machine.fire("RunCompleted") is None
+    assert machine.fire("DatasetUpdated") is None and machine.state == COMPLETED
+    failed = Lifecycle()
+    for event in ("RunCreated", "PreparationCompleted", "CollectionStarted", "RunFailed"):
+        failed.fire(event)
+    assert failed.fire("DatasetUpdated") is None and failed.state == FAILED

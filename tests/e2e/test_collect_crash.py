@@ -90,6 +90,8 @@ def _outcome(
     events = store.read(run_id)
     state = fold(run_id, events)  # raises IllegalTransition if any event is illegal
     assert state.state == "completed", f"{run_id} ended {state.state}"
+    chain = store.verify_chain(run_id)  # one chain across the killed and resumed sessions
+    assert chain.ok and chain.events == len(events), chain.summary()
     commits: dict[tuple[int, int], tuple[str, tuple[tuple[Any, ...], ...]]] = {}
     finished: list[tuple[int, int]] = []
     judged: dict[tuple[int, int], bool] = {}
@@ -173,6 +175,8 @@ def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
         )
         if interrupted:
             kills += 1
+            chain = store.verify_chain(run_id)  # the kill left a prefix whose chain verifies
+            assert chain.ok, f"{chain.summary()} (seed {seed})"
             result = _finish(_spawn(db_url, run_id, "resume", tmp_path), f"resume of {run_id}")
             unlogged_seen += len(result["unlogged"])
         outcome = _outcome(store, run_id, out, batches, episodes)

@@ -58,6 +58,8 @@ def test_killed_run_is_explained_then_resumed(
     assert run_id is not None, proc.stderr.read() if proc.stderr else ""
     proc.stderr.close()
 
+    chain = store.verify_chain(run_id)  # the crash left a prefix whose chain verifies
+    assert chain.ok, chain.summary()
     report = forensics(store.read(run_id))
     assert report["state"] == "collecting"
     [session] = report["open_collection_sessions"]
@@ -77,6 +79,8 @@ def test_killed_run_is_explained_then_resumed(
     after = json.loads(capsys.readouterr().out)
     assert after["state"] == "completed"
     assert len(after["resumes"]) == 1 and after["interrupted_episode"] is None
-    assert main(["verify", run_id, "--db", url]) == 0
-    assert f"({_committed(store, run_id)} trajectories" in capsys.readouterr().out
+    assert main(["verify", run_id, "--head", chain.head, "--db", url]) == 0  # old head: a prefix
+    verified = capsys.readouterr().out
+    assert f"; {_committed(store, run_id)} trajectories" in verified
+    assert f"note: the noted head is seq {chain.events};" in verified
     assert _committed(store, run_id) == EPISODES

@@ -130,6 +130,8 @@ def test_sigkill_during_preparation_then_resume_matches_clean_run(tmp_path: Path
         if state.state != "preparing":
             continue  # the child finished before the kill
         killed_while_preparing.append(run_id)
+        chain = store.verify_chain(run_id)  # the kill left a prefix whose chain verifies
+        assert chain.ok, chain.summary()
         last_events.append(f"{len(store.read(run_id))}:{store.read(run_id)[-1].type}")
 
         result = resume_preparation(run_id, store=store)
@@ -141,6 +143,7 @@ def test_sigkill_during_preparation_then_resume_matches_clean_run(tmp_path: Path
         fresh = EventStore(url)  # folds the whole log from scratch: it must be legal
         assert fresh.state(run_id).state == "prepared"
         events = fresh.read(run_id)
+        assert fresh.verify_chain(run_id, noted_head=chain.head).ok
         kinds = [e.type for e in events]
         assert kinds.count("RunResumed") == 1
         assert Counter(

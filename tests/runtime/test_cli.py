@@ -151,7 +151,7 @@ def test_argparse_and_flag_values_are_one_line(
     _bad(capsys, ["frobnicate"],
          "argument COMMAND: invalid choice: 'frobnicate' (choose from 'demo', 'catalog', "
          "'prepare', 'collect', 'run', 'resume', 'runs', 'show', 'events', 'audit', "
-         "'forensics', 'verify', 'episode', 'db')")
+         "'forensics', 'verify', 'report', 'export', 'verify-dataset', 'episode', 'db')")
     _bad(capsys, ["prepare", str(task)], "the following arguments are required: --catalog, --out")
 
 
@@ -235,7 +235,8 @@ def test_verify_detects_a_tampered_trajectory(
     argv = ["verify", small_run["run_id"], "--db", small_run["url"], "--log-json"]
     assert main(argv) == 0
     captured = capsys.readouterr()
-    assert "ok (1 trajectories, 1 deployments checked)" in captured.out
+    assert f"run {small_run['run_id']}: ok (chain of " in captured.out
+    assert "; 1 trajectories, 1 deployments, " in captured.out
     # --log-json: every stderr line is a JSON object
     logged = [json.loads(line) for line in captured.err.splitlines()]
     assert any(record["event"] == "run_verified" for record in logged)

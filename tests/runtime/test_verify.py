@@ -48,6 +48,8 @@ def test_untouched_run_verifies(pristine: tuple[list, Path]) -> None:
     result = verify_events("r", events)
     assert result.ok, result.problems
     assert (result.trajectories_checked, result.deployments_checked) == (2, 1)
+    prepared = {e.payload["content_sha256"] for e in events if e.type == "CandidatePrepared"}
+    assert result.snapshots_checked == len(prepared) > 0
 
 
 def test_missing_and_truncated_trajectories(pristine: tuple[list, Path]) -> None:
@@ -78,6 +80,49 @@ def test_replaced_manifest_is_reported(pristine: tuple[list, Path]) -> None:
     [problem] = verify_events("r", events).problems
     assert problem.startswith(f"batch 0: {manifest.resolve()}: manifest digest ")
     assert "differs from the recorded" in problem
+
+
+def test_changed_cache_snapshot_file_is_named(pristine: tuple[list, Path]) -> None:
+    events, out = pristine
+    sha = next(e.payload["content_sha256"] for e in events if e.type == "CandidatePrepared")
+    folder = out / "cache" / sha
+    mesh = sorted(p for p in folder.iterdir() if p.suffix == ".obj")[0]
+    mesh.write_bytes(mesh.read_bytes() + b"\n")
+    problems = verify_events("r", events).problems
+    assert problems == [
+        f"cache snapshot {sha[:12]}: {mesh}: content does not match its recorded SHA-256"
+    ]
+
+
+def test_cache_edit_with_consistent_snapshot_json_is_caught_by_the_deployment_copy(
+    pristine: tuple[list, Path],
+) -> None:
+    """Rewrite a derived collision piece and its digest in snapshot.json (which
+    content_sha256 does not cover): the chained deployment manifest still tells."""
+    import json
+
+    from domain.canonical import canonical_json
+    from runtime.files import file_sha256
+
+    events, out = pristine
+    deployed = {
+        e.payload["assets"][role]["content_sha256"]
+        for e in events if e.type == "BatchResolved" for role in e.payload["assets"]
+    }
+    sha = sorted(deployed)[0]
+    folder = out / "cache" / sha
+    meta_path = folder / ".assetcast" / "snapshot.json"
+    meta = json.loads(meta_path.read_text())
+    piece_rel = sorted(meta["derived_files"])[0]
+    piece = folder / piece_rel
+    piece.write_bytes(piece.read_bytes() + b"# forged\n")
+    meta["derived_files"][piece_rel] = file_sha256(piece)
+    meta_path.write_text(canonical_json(meta))
+    problems = verify_events("r", events).problems
+    assert problems == [
+        f"cache snapshot {sha[:12]}: {piece} differs from the copy its deployment manifest "
+        "records"
+    ]
 
 
 def test_a_forged_receipt_pointing_at_another_episodes_file_fails(

@@ -59,6 +59,8 @@ def _lane(url: str, run_id: str, seed: int) -> int:
             assert max(acked) <= len(seqs), "an acknowledged append is missing"
             state = store.state(run_id)  # the surviving log folds legally
             assert state.version == len(seqs)
+            chain = store.verify_chain(run_id)  # no torn chain: the prefix verifies
+            assert chain.ok and chain.events == len(seqs), chain.summary()
     with EventStore(url) as store:
         # PreparationStarted, CollectionStarted and one RunResumed per restart
         assert store.state(run_id).session == KILLS_PER_LANE + 1

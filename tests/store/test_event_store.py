@@ -18,6 +18,7 @@ from domain.errors import (
 )
 from domain.events import normalize_payload
 from store import EventStore, InMemoryEventStore, NewEvent
+from store.records import utcnow
 from store.statements import DriverStatement
 from tests.store.eventgen import (
     batch_started,
@@ -152,7 +153,7 @@ def test_cas_rejects_writer_whose_cache_missed_the_db(backend_url: str) -> None:
     prepared = b._prepare("r", episode(0, 0)[:1], version)
     folder.apply(prepared[0].seq, prepared[0].type, prepared[0].payload)
     with pytest.raises(ConcurrencyError, match="is stale"):
-        b._write("r", prepared, version, folder.state)
+        b._write("r", prepared, version, folder.state, utcnow())
     assert len(a.read("r")) == version + 1
     a.close()
     b.close()

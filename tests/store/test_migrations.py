@@ -27,9 +27,9 @@ def test_upgrade_empty_file_to_head_from_any_cwd(
     monkeypatch.chdir(tmp_path)  # scripts are found relative to the package, not the CWD
     assert current(url) is None
     assert not (tmp_path / "fresh.db").exists()  # reading the revision never creates the file
-    assert upgrade(url) == head_revision() == "0002_lease_token"
-    assert current(url) == "0002_lease_token"
-    assert upgrade(url) == "0002_lease_token"  # idempotent
+    assert upgrade(url) == head_revision() == "0002_hash_chain"
+    assert current(url) == "0002_hash_chain"
+    assert upgrade(url) == "0002_hash_chain"  # idempotent
     engine = make_engine(url)
     try:
         tables = set(sa.inspect(engine).get_table_names())

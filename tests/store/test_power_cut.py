@@ -70,6 +70,8 @@ def _cut_once(tmp_path: Path, index: int, rng: random.Random) -> tuple[int, int]
 
     with EventStore(f"sqlite:///{copy}") as store:
         events = store.read("run-p")
+        chain = store.verify_chain("run-p")
+    assert chain.ok and chain.events == len(events), chain.summary()  # a prefix, unbroken
     seqs = [e.seq for e in events]
     assert seqs == list(range(1, len(seqs) + 1)), "gap in the recovered log"
     assert len(events) >= acked_version, "an acknowledged append was lost"

@@ -1,0 +1,284 @@
+"""Building a dataset version from the log: one entry point for `export` and live updates.
+
+``build_version`` reads nothing but the :class:`DatasetSource` it is given, writes the files
+of the requested format into a private temporary place, and publishes them atomically
+(:mod:`runtime.export.publish`). If the target already holds exactly these episodes in this
+format, nothing is rewritten. The result names every file with its SHA-256; the caller records
+it in each contributing run's log as `DatasetUpdated`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from domain.canonical import sha256_json
+from domain.errors import AssetcastInputError
+from runtime.export.episodes import DatasetSource
+from runtime.export.errors import NotADataset
+from runtime.export.publish import DirectoryTarget, FileTarget, parent_lock
+from runtime.export.sink import FileSink
+from runtime.files import file_sha256
+
+log = structlog.get_logger(__name__)
+
+FORMATS = ("lerobot", "robomimic")
+MANIFEST_SCHEMA = 1
+WRITER_VERSION = 1  # bump when the bytes a given source produces change
+SPLIT_SEED = 0
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A dataset to keep: its format and where it lives."""
+
+    format: str
+    path: Path
+
+    @classmethod
+    def parse(cls, text: str, *, flag: str = "--dataset") -> DatasetSpec:
+        """``lerobot:DIR`` or ``robomimic:FILE``."""
+        fmt, sep, path = text.partition(":")
+        if not sep or fmt not in FORMATS or not path:
+            raise AssetcastInputError(
+                f"{flag}: expected lerobot:DIR or robomimic:FILE, got {text!r}"
+            )
+        return cls(fmt, Path(os.path.abspath(path)))
+
+    def target(self) -> DirectoryTarget | FileTarget:
+        return DirectoryTarget(self.path) if self.format == "lerobot" else FileTarget(self.path)
+
+
+@dataclass(frozen=True)
+class DatasetVersion:
+    """A published dataset: every file (relative path -> SHA-256) and what it holds."""
+
+    spec: DatasetSpec
+    digest: str
+    files: dict[str, str]
+    manifest: dict[str, Any]
+    total_episodes: int
+    total_frames: int
+    written: bool
+
+    def event_payload(self, run_id: str, log_position: int) -> dict[str, Any]:
+        """`DatasetUpdated` for one contributing run (its episodes, its log position)."""
+        return {
+            "format": self.spec.format,
+            "path": str(self.spec.path),
+            "digest": self.digest,
+            "files": dict(self.files),
+            "episodes": [
+                {k: e[k] for k in ("batch_index", "episode_index", "trajectory_sha256")}
+                for e in self.manifest["episodes"]
+                if e["run_id"] == run_id
+            ],
+            "total_episodes": self.total_episodes,
+            "total_frames": self.total_frames,
+            "log_position": log_position,
+        }
+
+
+def manifest_of(source: DatasetSource, fmt: str) -> dict[str, Any]:
+    """What a version projects; equal manifests mean equal files (same writer version)."""
+    return {
+        "schema_version": MANIFEST_SCHEMA,
+        "writer_version": WRITER_VERSION,
+        "format": fmt,
+        "task_id": source.task_id,
+        "instruction": source.instruction,
+        "runs": [run.run_id for run in source.runs],
+        "episodes": source.provenance(),
+    }
+
+
+def dataset_digest(files: dict[str, str]) -> str:
+    return sha256_json(files)
+
+
+def read_manifest(spec: DatasetSpec) -> dict[str, Any] | None:
+    """The manifest of the dataset at ``spec.path``; None if nothing is there; NotADataset
+    if something else is (or a dataset of the other format)."""
+    if spec.format == "lerobot":
+        current = DirectoryTarget(spec.path).current()
+        if current is None:
+            return None
+        try:
+            manifest = json.loads((current / "meta" / "assetcast.json").read_text())
+        except (OSError, ValueError):
+            raise NotADataset(f"{spec.path} has no readable meta/assetcast.json") from None
+    else:
+        if not spec.path.exists() and not spec.path.is_symlink():
+            return None
+        manifest = _hdf5_manifest(spec.path)
+    if not isinstance(manifest, dict) or manifest.get("format") != spec.format:
+        raise NotADataset(f"{spec.path} is not an assetcast {spec.format} dataset")
+    return manifest
+
+
+def _hdf5_manifest(path: Path) -> Any:
+    import h5py
+
+    if not path.is_file():
+        raise NotADataset(f"{path} exists and is not an assetcast dataset")
+    try:
+        with h5py.File(path, "r") as handle:
+            raw = handle["data"].attrs["assetcast"]
+    except (OSError, KeyError):
+        raise NotADataset(f"{path} exists and is not an assetcast robomimic file") from None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise NotADataset(f"{path} has an unreadable assetcast manifest") from None
+
+
+def check_target(spec: DatasetSpec) -> None:
+    """Refuse a path that holds something not ours, before anything is read or written."""
+    spec.target().check_parent()
+    read_manifest(spec)
+
+
+def current_files(spec: DatasetSpec) -> dict[str, str]:
+    """Every file of the dataset as it is on disk now (relative path -> SHA-256)."""
+    if spec.format == "robomimic":
+        return {spec.path.name: file_sha256(spec.path)} if spec.path.is_file() else {}
+    current = DirectoryTarget(spec.path).current()
+    if current is None:
+        return {}
+    found = {}
+    for path in sorted(current.rglob("*")):
+        if path.is_file() or path.is_symlink():
+            found[path.relative_to(current).as_posix()] = file_sha256(path)
+    return found
+
+
+def _robot_type(source: DatasetSource) -> str | None:
+    from runtime.export.episodes import deployment_task
+
+    return deployment_task(source.first_deployment).scene.robot.kind
+
+
+def build_version(
+    spec: DatasetSpec,
+    source: DatasetSource,
+    *,
+    model_file: Callable[[Path], str] | None = None,
+    before_publish: Callable[[], None] = lambda: None,
+) -> DatasetVersion:
+    """Write (if needed) and publish the dataset ``source`` projects, at ``spec``.
+
+    ``before_publish`` runs right before the switch (the caller's lease check: a session that
+    lost its run publishes nothing)."""
+    manifest = manifest_of(source, spec.format)
+    with parent_lock(spec.path):
+        existing = read_manifest(spec)
+        if existing == manifest:
+            files = current_files(spec)
+            totals = existing_totals(spec)
+            written = False
+        else:
+            files, totals = _write(spec, source, manifest, model_file, before_publish)
+            written = True
+    version = DatasetVersion(
+        spec=spec,
+        digest=dataset_digest(files),
+        files=files,
+        manifest=manifest,
+        total_episodes=totals[0],
+        total_frames=totals[1],
+        written=written,
+    )
+    log.info(
+        "dataset_published" if written else "dataset_unchanged",
+        format=spec.format,
+        path=str(spec.path),
+        episodes=version.total_episodes,
+        frames=version.total_frames,
+        digest=version.digest,
+    )
+    return version
+
+
+def existing_totals(spec: DatasetSpec) -> tuple[int, int]:
+    """(episodes, frames) of the dataset on disk, from its own metadata."""
+    if spec.format == "lerobot":
+        current = DirectoryTarget(spec.path).current()
+        assert current is not None
+        info = json.loads((current / "meta" / "info.json").read_text())
+        return int(info["total_episodes"]), int(info["total_frames"])
+    import h5py
+
+    with h5py.File(spec.path, "r") as handle:
+        group = handle["data"]
+        return len(group), int(group.attrs["total"])
+
+
+def render(
+    fmt: str,
+    source: DatasetSource,
+    manifest: dict[str, Any],
+    root: Path,
+    *,
+    file_name: str,
+    model_file: Callable[[Path], str] | None = None,
+) -> tuple[dict[str, str], tuple[int, int]]:
+    """Write the dataset's files under ``root`` (a LeRobot tree, or ``root/file_name`` for
+    robomimic); return every file's SHA-256 and (episodes, frames). Publishes nothing."""
+    if fmt == "lerobot":
+        from runtime.export.lerobot import MANIFEST_PATH, json_bytes, write_lerobot
+
+        sink = FileSink(root)
+        totals = write_lerobot(source, sink, robot_type=_robot_type(source))
+        sink.write(MANIFEST_PATH, json_bytes(manifest))
+        return sink.sorted_files(), (totals["total_episodes"], totals["total_frames"])
+    from runtime.export.robomimic import write_robomimic
+    from runtime.export.scene_model import deployment_mjcf
+
+    path = root / file_name
+    totals = write_robomimic(
+        source, path, manifest=manifest, split_seed=SPLIT_SEED,
+        model_file=model_file or deployment_mjcf,
+    )
+    return {file_name: file_sha256(path)}, (totals["total_episodes"], totals["total_frames"])
+
+
+def _write(
+    spec: DatasetSpec,
+    source: DatasetSource,
+    manifest: dict[str, Any],
+    model_file: Callable[[Path], str] | None,
+    before_publish: Callable[[], None],
+) -> tuple[dict[str, str], tuple[int, int]]:
+    if spec.format == "lerobot":
+        target = DirectoryTarget(spec.path)
+        temporary = target.new_version()
+        try:
+            files, totals = render(
+                "lerobot", source, manifest, temporary, file_name="", model_file=model_file
+            )
+            before_publish()
+            target.publish(temporary, dataset_digest(files))
+        except BaseException:
+            target.discard(temporary)
+            raise
+        return files, totals
+    file_target = FileTarget(spec.path)
+    temporary = file_target.new_file()
+    try:
+        files, totals = render(
+            "robomimic", source, manifest, temporary.parent, file_name=temporary.name,
+            model_file=model_file,
+        )
+        files = {spec.path.name: files[temporary.name]}
+        before_publish()
+        file_target.publish(temporary)
+    except BaseException:
+        file_target.discard(temporary)
+        raise
+    return files, totals

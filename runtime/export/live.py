@@ -1,0 +1,149 @@
+"""Live datasets: a collection session keeps its datasets up to date as batches finish.
+
+The same code as `export` (:func:`runtime.export.dataset.build_version`) runs on the log as
+it stands once the batch's events are appended, so a dataset never holds an episode the log
+lacks. It runs on a background thread, overlapping the next batch's episodes: the collector
+only says "the log will be at version V" (:meth:`LiveDatasets.request`); the thread waits until
+the log reaches V, projects exactly the events up to V, publishes, and leaves a `DatasetUpdated`
+for the collector to append with its next transaction, under the lease it holds. Requests that
+pile up while a build runs collapse into the latest one. At the end of the session the
+collector waits for the last build (:meth:`finish`), so the final dataset holds every committed
+episode and equals what `export` writes from the finished log, byte for byte.
+
+A SIGKILL at any moment leaves the previous complete version (or the new one) on disk; the
+next session's first request brings it up to date and records it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import structlog
+
+from runtime.export.dataset import DatasetSpec, build_version
+from runtime.export.episodes import EpisodeData, dataset_source, run_source
+from runtime.export.record import recorded_digest
+
+log = structlog.get_logger(__name__)
+
+_POLL_S = 0.005
+
+
+class LiveDatasets:
+    """The datasets one collection session maintains for its run."""
+
+    def __init__(
+        self,
+        run_id: str,
+        specs: Sequence[DatasetSpec],
+        store: Any,
+        *,
+        before_publish: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.run_id = run_id
+        self.before_publish = before_publish
+        self.specs = tuple(specs)
+        self.store = store
+        self._cache: dict[tuple[str, str], EpisodeData] = {}
+        self._lock = threading.Condition()
+        self._wanted: int | None = None
+        self._busy = False
+        self._outbox: list[tuple[str, dict[str, Any]]] = []
+        self._error: BaseException | None = None
+        self._stopped = False
+        self._events: list[Any] = []
+        self._recorded: dict[str, str | None] | None = None
+        self._thread = threading.Thread(
+            target=self._loop, name=f"assetcast-datasets-{run_id}", daemon=True
+        )
+        self._thread.start()
+
+    def __bool__(self) -> bool:
+        return bool(self.specs)
+
+    # ------------------------------------------------------------------ collector side
+
+    def request(self, version: int) -> None:
+        """Bring the datasets up to the log at ``version`` (which the writer will reach)."""
+        self._raise_pending()
+        with self._lock:
+            self._wanted = version if self._wanted is None else max(self._wanted, version)
+            self._lock.notify_all()
+
+    def take_events(self) -> list[tuple[str, dict[str, Any]]]:
+        """`DatasetUpdated` events ready to be appended (the caller appends them next)."""
+        self._raise_pending()
+        with self._lock:
+            ready, self._outbox = self._outbox, []
+        return ready
+
+    def finish(self) -> list[tuple[str, dict[str, Any]]]:
+        """Wait for every requested build; return the events still to append."""
+        with self._lock:
+            while (self._wanted is not None or self._busy) and self._error is None:
+                self._lock.wait()
+        return self.take_events()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stopped = True
+            self._lock.notify_all()
+        self._thread.join(timeout=60)
+
+    def _raise_pending(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    # ------------------------------------------------------------------ worker side
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                while self._wanted is None and not self._stopped:
+                    self._lock.wait()
+                if self._stopped:
+                    return
+                version, self._wanted, self._busy = self._wanted, None, True
+            try:
+                events = self._update(version)
+            except BaseException as error:  # raised in the collector at its next call
+                with self._lock:
+                    self._error, self._busy = error, False
+                    self._lock.notify_all()
+                return
+            with self._lock:
+                self._outbox.extend(events)
+                self._busy = False
+                self._lock.notify_all()
+
+    def _events_up_to(self, version: int) -> list[Any]:
+        """The run's events up to ``version``, read incrementally as the writer appends."""
+        while True:
+            after = self._events[-1].seq if self._events else 0
+            self._events.extend(self.store.read(self.run_id, after_seq=after))
+            if self._events and self._events[-1].seq >= version:
+                return [e for e in self._events if e.seq <= version]
+            if self._stopped:
+                raise RuntimeError("the collection ended before the log reached the dataset")
+            time.sleep(_POLL_S)
+
+    def _update(self, version: int) -> list[tuple[str, dict[str, Any]]]:
+        events = self._events_up_to(version)
+        if self._recorded is None:
+            self._recorded = {
+                str(spec.path): recorded_digest(events, str(spec.path)) for spec in self.specs
+            }
+        run = run_source(self.run_id, events)
+        if not run.episodes:
+            return []
+        source = dataset_source([run], cache=self._cache)
+        updates = []
+        for spec in self.specs:
+            built = build_version(spec, source, before_publish=self.before_publish)
+            if self._recorded[str(spec.path)] != built.digest:
+                self._recorded[str(spec.path)] = built.digest
+                updates.append(("DatasetUpdated", built.event_payload(self.run_id, version)))
+        return updates
