@@ -53,8 +53,12 @@ def test_prefix_and_latest_name_one_run(
 def test_ambiguous_prefix_lists_the_matches(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for command in ("show", "events", "verify", "resume"):
-        assert main([command, "run-20260101", "--db", url]) == 2
+    out = str(url).removeprefix("sqlite:///") + ".out"
+    for command in (
+        ["show"], ["events"], ["verify"], ["resume"], ["report", "--out", out],
+        ["export", "--format", "robomimic", "--out", f"{out}.hdf5", NEWEST],
+    ):
+        assert main([*command, "run-20260101", "--db", url]) == 2
         assert capsys.readouterr().err == (
             "assetcast: error: run prefix 'run-20260101' is ambiguous: 2 runs match "
             f"({FIRST}, {SECOND})\n"
