@@ -380,15 +380,24 @@ def test_a_corrupt_event_row_names_its_run_and_the_others_are_still_listed(
         "(char 1)\n"
         "assetcast: error: left out of the report: run 'r3' seq 3 'Bogus': unknown event type\n"
     )
+    # the altered rows also break each run's hash chain, which is said first (issue 13)
+    chain_r2 = (
+        "assetcast: warning: run r2: hash chain broken: seq 5 (PreparationCompleted) differs "
+        "from what was recorded: its content no longer matches its hash\n"
+    )
+    chain_r3 = (
+        "assetcast: warning: run r3: hash chain broken: seq 3 (Bogus) differs from what was "
+        "recorded: its content no longer matches its hash\n"
+    )
     assert main(["runs", "--db", url]) == 1
     captured = capsys.readouterr()
-    assert captured.err == broken
+    assert captured.err == chain_r2 + chain_r3 + broken
     rows = captured.out.splitlines()[2:]
     assert [row.split()[0] for row in rows] == ["r1"]
 
     assert main(["audit", "--db", url]) == 1
     captured = capsys.readouterr()
-    assert captured.err == broken
+    assert captured.err == chain_r2 + chain_r3 + broken
     assert "a      c       item   1     1        0/1" in captured.out
 
     assert main(["audit", "--json", "--db", url]) == 1
@@ -400,7 +409,7 @@ def test_a_corrupt_event_row_names_its_run_and_the_others_are_still_listed(
 
     assert main(["show", "r3", "--db", url]) == 1
     assert capsys.readouterr().err == (
-        "assetcast: error: run 'r3' seq 3 'Bogus': unknown event type\n"
+        chain_r3 + "assetcast: error: run 'r3' seq 3 'Bogus': unknown event type\n"
     )
     assert main(["show", "r1", "--db", url]) == 0
 
