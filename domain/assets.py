@@ -372,7 +372,7 @@ class AssetDescriptor:
         normalized = mapping.get("normalized", False)
         if not isinstance(normalized, bool):
             raise _fail(f"{path}.normalized", "expected true or false", source)
-        _check_geometry(boxes, normalized, path, source)
+        _check_geometry(boxes, normalized, provenance.get("origin"), path, source)
         descriptor = object.__new__(cls)
         for name, item in (
             ("asset_id", asset_id),
@@ -388,9 +388,17 @@ class AssetDescriptor:
 
 
 def _check_geometry(
-    boxes: Mapping[str, Bounds3D | None], normalized: bool, path: str, source: str | None
+    boxes: Mapping[str, Bounds3D | None],
+    normalized: bool,
+    origin: Any,
+    path: str,
+    source: str | None,
 ) -> None:
-    """Cross-field rules: horizontal support, regions inside bounds, normalized frame."""
+    """Cross-field rules: horizontal support, regions inside bounds, normalized frame.
+
+    ``provenance.origin: "footprint"`` declares the XY origin at the centre of the base
+    instead of the box (a mug's handle pulls the box off its body): the origin must then
+    lie inside the box, not at its centre."""
     bounds = boxes["bounds_m"]
     support = boxes["support_region"]
     if support is not None and support.upper[2] != support.lower[2]:
@@ -419,6 +427,16 @@ def _check_geometry(
             source,
         )
     for axis in (0, 1):
+        if origin == "footprint":
+            if not bounds.lower[axis] - NORMALIZED_TOLERANCE_M <= 0 <= (
+                bounds.upper[axis] + NORMALIZED_TOLERANCE_M
+            ):
+                raise _fail(
+                    f"{path}.bounds_m.lower[{axis}]",
+                    "normalized asset with a footprint origin must contain its origin",
+                    source,
+                )
+            continue
         if abs(bounds.lower[axis] + bounds.upper[axis]) > 2 * NORMALIZED_TOLERANCE_M:
             raise _fail(
                 f"{path}.bounds_m.lower[{axis}]",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
+from pathlib import Path
 from typing import Any, TextIO
 
 import structlog
@@ -80,6 +82,7 @@ def configure_logging(
         cache_logger_on_first_use=False,
     )
     _route_stdlib_logging(threshold, json_lines, stream)
+    _route_library_warnings()
 
 
 def _route_stdlib_logging(threshold: int, json_lines: bool, stream: TextIO | None) -> None:
@@ -123,3 +126,41 @@ class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         if not self._fixed:
             self.stream = sys.stderr
         super().emit(record)
+
+
+#: Packages whose ``warnings.warn`` output becomes a debug log line instead of raw stderr text.
+QUIET_WARNING_PACKAGES = ("trimesh",)
+_original_showwarning = warnings.showwarning
+
+
+def _package_of(filename: str) -> str | None:
+    parts = Path(filename).parts
+    for name in QUIET_WARNING_PACKAGES:
+        if name in parts:
+            return name
+    return None
+
+
+def _log_library_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """trimesh warns (``RuntimeWarning: invalid value encountered in divide``) while computing
+    mass properties of open or degenerate meshes, which our checks handle; the raw two-line
+    warning on stderr reads like a failure, so it becomes a structured debug line."""
+    package = _package_of(filename)
+    if package is None:
+        _original_showwarning(message, category, filename, lineno, file, line)
+        return
+    structlog.get_logger(__name__).debug(
+        "library_warning", package=package, category=category.__name__,
+        message=str(message), location=f"{Path(filename).name}:{lineno}",
+    )
+
+
+def _route_library_warnings() -> None:
+    warnings.showwarning = _log_library_warning

@@ -31,6 +31,7 @@ from domain.limits import MeshLimits
 from runtime.assets.cache import prepare_package
 from runtime.assets.mesh_writers import glb_bytes, obj_bytes, ply_bytes, stl_bytes
 from runtime.assets.package import MANIFEST_NAME
+from runtime.assets.package_warnings import package_warnings
 from runtime.assets.providers import DirectoryAssetProvider
 
 GENERATOR = "assetcast.demo_catalog/1"
@@ -48,6 +49,7 @@ class CatalogCheck:
     path: str
     ok: bool
     reason: str
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -150,7 +152,7 @@ def _specs() -> list[_Spec]:
         specs.append(
             _Spec(
                 f"platform-{round(x * 1000):03d}x{round(y * 1000):03d}", "platform",
-                _standing_box(x, y, z), ["support"], support_inset=0.005,
+                _standing_box(x, y, z), ["support_surface"], support_inset=0.005,
             )
         )
     for body_r, mouth_r in ((0.03, 0.01), (0.035, 0.015), (0.04, 0.025)):
@@ -274,5 +276,7 @@ def check_catalog(
                 f"{asset.asset_id} {asset.content_sha256[:12]} "
                 f"{len(asset.collision_pieces)} collision pieces"
             )
-            results.append(CatalogCheck(str(package), True, reason))
+            results.append(
+                CatalogCheck(str(package), True, reason, tuple(package_warnings(asset)))
+            )
     return results

@@ -1,11 +1,14 @@
-"""``assetcast catalog demo|check``: write the procedural demo catalog, or validate every
-asset package in a folder before a run relies on it (a failing package is bad input)."""
+"""``assetcast catalog demo|check|import``: write the procedural demo catalog, validate every
+asset package in a folder before a run relies on it (a failing package is bad input), or
+turn a mesh from elsewhere into a normalized package."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from runtime.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK, PROG, UsageError
 from runtime.cli.output import one_line, out
@@ -32,10 +35,61 @@ def cmd_catalog_check(args: argparse.Namespace) -> int:
     for check in results:
         if check.ok:
             out(f"ok    {check.path}: {check.reason}")
+            for warning in check.warnings:
+                out(f"warn  {check.path}: {one_line(warning)}")
         else:
             failed += 1
             out(f"FAIL  {check.path}: {one_line(check.reason)}")
     if failed:
         sys.stderr.write(f"{PROG}: error: {failed} of {len(results)} package(s) failed\n")
         return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _attribute(text: str) -> tuple[str, Any]:
+    """``k=v``: ``v`` is a JSON number or boolean when it reads as one, else a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise UsageError(f"--attribute: expected KEY=VALUE, got {text!r}")
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return key, value
+    return key, decoded if isinstance(decoded, bool | int | float) else value
+
+
+def cmd_catalog_import(args: argparse.Namespace) -> int:
+    from runtime.assets.importing import ImportOptions, import_asset
+    from runtime.cli.run_commands import collection_config
+
+    attributes = dict(_attribute(text) for text in args.attribute or [])
+    options = ImportOptions(
+        asset_id=args.id,
+        category=args.category,
+        capabilities=tuple(args.capability or []),
+        attributes=attributes,
+        up=args.up,
+        scale=args.scale,
+        centring=args.centre,
+        container=args.container,
+        support=args.support,
+        pouring=args.pouring,
+        drop_missing_references=args.drop_missing_references,
+        limits=collection_config(args).mesh_limits,
+    )
+    result = import_asset(Path(args.source), Path(args.out), options)
+    bounds = result.descriptor.bounds_m
+    assert bounds is not None
+    size = " x ".join(f"{extent:.4g}" for extent in bounds.extents)
+    verb = "imported" if result.written else "unchanged"
+    out(
+        f"{verb} {result.descriptor.asset_id}: {result.package_dir} "
+        f"({result.faces} faces, {size} m)"
+    )
+    for name in ("container_region", "support_region"):
+        region = getattr(result.descriptor, name)
+        if region is not None:
+            out(f"  {name} (estimated): lower={list(region.lower)} upper={list(region.upper)}")
+    for dropped in result.descriptor.provenance.get("dropped_references", ()):
+        out(f"  dropped missing reference {dropped['reference']!r} ({dropped['where']})")
     return EXIT_OK

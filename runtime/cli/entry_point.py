@@ -24,6 +24,7 @@ from domain.errors import (
     SessionLost,
     recorded_in_run,
 )
+from runtime.cli.dataset_commands import cmd_export
 from runtime.cli.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -37,7 +38,7 @@ from runtime.cli.output import one_line
 from runtime.cli.parser import build_parser
 from runtime.cli.plugins import load_plugins, plugin_names
 from runtime.cli.run_commands import RUN_HANDLERS
-from runtime.cli.store_access import close_stores
+from runtime.cli.store_access import close_stores, resolve_run_argument
 from runtime.logging import configure_logging
 
 log = structlog.get_logger(__name__)
@@ -62,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         load_plugins(plugin_names(args.plugin))
+        records = args.handler in RUN_HANDLERS or args.handler is cmd_export
+        resolve_run_argument(args, records=records)
         return int(args.handler(args))
     except BrokenPipeError:  # `assetcast events RUN | head`: the reader had enough
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -15,7 +15,12 @@ from domain.limits import (
     DEFAULT_MAX_MESH_FACES,
     DEFAULT_MAX_MESH_VERTICES,
 )
-from runtime.cli.catalog_commands import cmd_catalog_check, cmd_catalog_demo, cmd_catalog_missing
+from runtime.cli.catalog_commands import (
+    cmd_catalog_check,
+    cmd_catalog_demo,
+    cmd_catalog_import,
+    cmd_catalog_missing,
+)
 from runtime.cli.dataset_commands import cmd_export, cmd_verify_dataset
 from runtime.cli.db_command import cmd_db
 from runtime.cli.episode_command import cmd_episode
@@ -113,6 +118,40 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _import_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="SOURCE", help="mesh or URDF file to import")
+    parser.add_argument("--out", metavar="CATALOG", required=True, help="catalog folder")
+    parser.add_argument("--id", required=True, help="asset id (also the package folder name)")
+    parser.add_argument("--category", required=True)
+    parser.add_argument("--capability", action="append", metavar="NAME", help="repeatable")
+    parser.add_argument("--attribute", action="append", metavar="K=V", help="repeatable")
+    parser.add_argument(
+        "--up", choices=["y", "z"],
+        help="the source's up axis (default: glTF/GLB y by specification, others z)",
+    )
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply coordinates (1)")
+    parser.add_argument(
+        "--centre", choices=["bbox", "footprint"], default="bbox",
+        help="XY origin: the bounding box's centre, or the centre of the mesh's lowest slab",
+    )
+    parser.add_argument(
+        "--container", action="store_true",
+        help="estimate container_region: the open top's interior cavity, by ray casts",
+    )
+    parser.add_argument(
+        "--support", action="store_true", help="estimate support_region on the flat top"
+    )
+    parser.add_argument(
+        "--pouring", action="store_true",
+        help="estimate provenance.pouring (mouth/opening radius) from the inner rim",
+    )
+    parser.add_argument(
+        "--drop-missing-references", action="store_true",
+        help="remove references to missing MTL/texture files (recorded in provenance)",
+    )
+    _limit_flags(parser)
+
+
 def _prepare_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", metavar="TASK", help="task.yaml")
     parser.add_argument(
@@ -185,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("dir", metavar="DIR")
     _limit_flags(c)
     c.set_defaults(handler=cmd_catalog_check)
+    c = catalog.add_parser(
+        "import", help="turn a mesh (OBJ/STL/PLY/GLB/glTF) or single-link URDF into a package"
+    )
+    _common(c, db=False, top=False)
+    _import_flags(c)
+    c.set_defaults(handler=cmd_catalog_import)
 
     p = command("prepare", cmd_prepare, "acquire candidates, match asset sets, write deployments")
     _prepare_flags(p)

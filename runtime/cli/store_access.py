@@ -94,3 +94,47 @@ def require_run(store: Any, run_id: str) -> int:
         return int(store.state(run_id).version)
     except UnknownRun:
         raise unknown_run(run_id) from None
+
+
+LATEST_RUN = "latest"
+#: How many matching ids an ambiguous-prefix error lists before "...".
+MAX_LISTED_MATCHES = 5
+
+
+def resolve_run_id(store: Any, given: str) -> str:
+    """The run a command's RUN argument names: an exact id, ``latest`` (the most recently
+    created run), or a prefix that matches exactly one id. An ambiguous prefix is bad input
+    listing the matches; an exact id always wins, even if it prefixes others."""
+    runs = store.list_runs()  # ordered by creation time, then id
+    ids = [summary.run_id for summary in runs]
+    if given in ids:
+        return given
+    if given == LATEST_RUN:
+        if not ids:
+            raise UnknownRun("no runs in the store, so no latest run")
+        return ids[-1]
+    matches = [run_id for run_id in ids if given and run_id.startswith(given)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise unknown_run(given)
+    listed = ", ".join(matches[:MAX_LISTED_MATCHES])
+    more = ", ..." if len(matches) > MAX_LISTED_MATCHES else ""
+    raise UnknownRun(
+        f"run prefix {given!r} is ambiguous: {len(matches)} runs match ({listed}{more})"
+    )
+
+
+def resolve_run_argument(args: argparse.Namespace, *, records: bool) -> None:
+    """Replace ``args.run_id`` (a command's RUN) by the full id it names, opening the store
+    as the command will (``records``: read-write, else read-only), so every command that
+    takes RUN accepts ``latest`` and unique prefixes the same way."""
+    given = getattr(args, "run_id", None)
+    many = getattr(args, "run_ids", None)
+    if not isinstance(given, str) and not isinstance(many, list):
+        return
+    store = open_for_writing(args) if records else open_for_reading(args)
+    if isinstance(given, str):
+        args.run_id = resolve_run_id(store, given)
+    if isinstance(many, list):
+        args.run_ids = [resolve_run_id(store, each) for each in many]

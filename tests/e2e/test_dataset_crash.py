@@ -19,6 +19,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BATCHES, EPISODES, SEED, SETTLE = 3, 2, 7, 10
-MIN_KILLS, MAX_SESSIONS = 10, 30
+MIN_KILLS, MAX_SESSIONS = 10, 60
 
 
 def _child(db_url: str, run_id: str, mode: str, lerobot: str, hdf5: str) -> None:
@@ -147,6 +148,7 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
     run_id = new_run("crashed")
     lerobot, hdf5 = tmp_path / "live", tmp_path / "live.hdf5"
     kills, sessions, max_held, mode = 0, 0, 0, "collect"
+    high = 7.0  # kill moments are drawn from [0.5 s, high] after the child is ready
     while True:
         assert sessions < MAX_SESSIONS, f"no end after {sessions} sessions (seed {seed})"
         sessions += 1
@@ -154,10 +156,13 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
         mode = "resume"
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-3000:]
         if kills < MIN_KILLS:
+            started = time.monotonic()
             try:
-                proc.wait(timeout=rng.uniform(0.5, 7.0))
+                proc.wait(timeout=rng.uniform(0.5, high))
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGKILL)
+            else:  # the session outran its kill: aim the next kills inside what it took
+                high = max(0.6, 0.9 * (time.monotonic() - started))
         out, err = proc.communicate(timeout=300)
         where = f"seed {seed}, session {sessions}"
         if proc.returncode == -signal.SIGKILL:

@@ -77,7 +77,7 @@ def test_every_loader_and_category_is_exercised(catalog: Path) -> None:
             assert d.attributes["open_top"] is True and "container" in d.capabilities
             assert d.container_region is not None
     for d in by_category["platform"]:
-        assert "support" in d.capabilities and d.support_region is not None
+        assert "support_surface" in d.capabilities and d.support_region is not None
     for d in by_category["bottle"]:
         assert {"pour_source", "antipodal_grasp"} <= set(d.capabilities)
         assert d.pouring is not None and d.pouring.mouth_radius_m and d.pouring.evidence

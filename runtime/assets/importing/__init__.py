@@ -1,0 +1,161 @@
+"""``catalog import``: one source mesh in, one normalized asset package out.
+
+One interface (:func:`import_asset`), one module per step: ``loading`` (orientation,
+scale, welding, origin), ``regions`` (container and support estimates), ``source_files``
+(the MTL/texture files an OBJ refers to) and ``writing`` (deterministic package bytes).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from domain.assets import AssetDescriptor, Bounds3D, JsonScalar
+from domain.canonical import sha256_hex
+from domain.errors import AssetValidationError
+from domain.limits import MeshLimits
+from runtime.assets.importing.loading import (
+    Centring,
+    OrientedMesh,
+    UpAxis,
+    load_oriented,
+    orient,
+)
+from runtime.assets.importing.regions import (
+    estimate_container,
+    estimate_pouring,
+    estimate_support,
+)
+from runtime.assets.importing.source_files import CarriedFiles, carry_obj_references
+from runtime.assets.importing.urdf import load_urdf
+from runtime.assets.importing.writing import mesh_file, package_files, write_package
+from runtime.assets.package import MAX_PACKAGE_BYTES
+from runtime.inputs.reading import read_inside
+
+__all__ = ["ImportOptions", "ImportResult", "import_asset"]
+
+IMPORTER = "assetcast catalog import 1"
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    asset_id: str
+    category: str
+    capabilities: tuple[str, ...] = ()
+    attributes: dict[str, JsonScalar] = field(default_factory=dict)
+    up: UpAxis | None = None
+    scale: float = 1.0
+    centring: Centring = "bbox"
+    container: bool = False
+    support: bool = False
+    pouring: bool = False
+    drop_missing_references: bool = False
+    limits: MeshLimits = field(default_factory=MeshLimits)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    package_dir: Path
+    descriptor: AssetDescriptor
+    written: bool
+    faces: int
+    vertices: int
+
+
+def _bounds(mesh_vertices: Any) -> Bounds3D:
+    lower = tuple(float(v) for v in mesh_vertices.min(axis=0))
+    upper = tuple(float(v) for v in mesh_vertices.max(axis=0))
+    return Bounds3D(lower, upper)  # type: ignore[arg-type]
+
+
+def _provenance(
+    source: Path, digest: str, oriented: OrientedMesh, carried: CarriedFiles
+) -> dict[str, Any]:
+    provenance: dict[str, Any] = {
+        "source": {"file": source.name, "sha256": digest, "format": oriented.source_format},
+        "importer": IMPORTER,
+        "transform": {
+            "up": oriented.up,
+            "up_from": oriented.up_source,
+            "scale": oriented.scale,
+            "origin": oriented.centring,
+            "welded_vertices": oriented.vertices_welded,
+        },
+    }
+    if oriented.centring == "footprint":
+        provenance["origin"] = "footprint"
+    if carried.dropped:
+        provenance["dropped_references"] = carried.dropped
+    if oriented.source_format != "obj":
+        provenance["materials"] = "not carried (geometry only from this format)"
+    return provenance
+
+
+def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportResult:
+    """Import ``source`` as ``catalog/<asset_id>``; bad input is AssetValidationError."""
+    if not SAFE_ID.fullmatch(options.asset_id):
+        raise AssetValidationError(
+            f"--id: {options.asset_id!r} must be letters, digits, '.', '_' or '-' "
+            "(it names the package folder)"
+        )
+    source = source.absolute()
+    if not source.is_file():
+        raise AssetValidationError(f"{source}: source mesh does not exist")
+    digest = sha256_hex(
+        read_inside(source.parent, source.name, limit=MAX_PACKAGE_BYTES, error=AssetValidationError)
+    )
+    if source.suffix.lower() == ".urdf":
+        visual, collision = load_urdf(source, options.limits)
+        oriented = orient(
+            visual, collision, label=str(source), source_format="urdf",
+            up=options.up or "z", up_source="--up" if options.up else "URDF convention (z up)",
+            scale=options.scale, centring=options.centring,
+        )
+    else:
+        oriented = load_oriented(
+            source, up=options.up, scale=options.scale, centring=options.centring,
+            limits=options.limits,
+        )
+    carried = (
+        carry_obj_references(source, drop_missing=options.drop_missing_references)
+        if oriented.source_format == "obj" else CarriedFiles()
+    )
+    mesh_data = mesh_file(oriented.mesh, mtllibs=carried.mtllibs, material=carried.material)
+    provenance = _provenance(source, digest, oriented, carried)
+    estimated: dict[str, Any] = {}
+    container = support = None
+    if options.container:
+        found = estimate_container(oriented.mesh, oriented.footprint_centre)
+        container, estimated["container_region"] = found.region, found.evidence
+    if options.support:
+        found = estimate_support(oriented.mesh)
+        support, estimated["support_region"] = found.region, found.evidence
+    if options.pouring:
+        provenance["pouring"] = estimate_pouring(oriented.mesh, oriented.footprint_centre)
+        estimated["pouring"] = {"estimated": True, "method": "inner rim radius by ray casts"}
+    if estimated:
+        provenance["estimated"] = estimated
+    descriptor = AssetDescriptor(
+        asset_id=options.asset_id,
+        category=options.category,
+        attributes=dict(options.attributes),
+        capabilities=tuple(options.capabilities),
+        bounds_m=_bounds(oriented.mesh.vertices),
+        container_region=container,
+        support_region=support,
+        provenance=provenance,
+        normalized=True,
+    )
+    folder = catalog.absolute() / options.asset_id
+    collision_data = (
+        None if oriented.collision is None
+        else mesh_file(oriented.collision, mtllibs=[], material=None)
+    )
+    files = package_files(descriptor, mesh_data, carried.files, collision=collision_data)
+    written = write_package(folder, files)
+    return ImportResult(
+        folder, descriptor, written, len(oriented.mesh.faces), len(oriented.mesh.vertices)
+    )
