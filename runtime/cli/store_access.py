@@ -131,10 +131,10 @@ def resolve_run_argument(args: argparse.Namespace, *, records: bool) -> None:
     takes RUN accepts ``latest`` and unique prefixes the same way."""
     given = getattr(args, "run_id", None)
     many = getattr(args, "run_ids", None)
-    if not isinstance(given, str) and not isinstance(many, list):
-        return
+    if not isinstance(given, str) and not (isinstance(many, list) and many):
+        return  # no RUN given (e.g. `db upgrade`, whose RUN list is optional): open nothing
     store = open_for_writing(args) if records else open_for_reading(args)
     if isinstance(given, str):
         args.run_id = resolve_run_id(store, given)
-    if isinstance(many, list):
+    if isinstance(many, list) and many:
         args.run_ids = [resolve_run_id(store, each) for each in many]
