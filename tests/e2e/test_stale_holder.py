@@ -114,7 +114,7 @@ def clean_preparation(
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(
     "pause",
-    ["check:prepare_package:2", "check:materialize_deployment:1", "append:6"],
+    ["check:_publish:2", "check:materialize_deployment:1", "append:6"],
     ids=["before-snapshot-publish", "before-deployment-publish", "before-append"],
 )
 def test_a_stopped_preparer_publishes_nothing_after_takeover(
