@@ -4,32 +4,22 @@ missing references; every imported package must pass ``catalog check`` (which pr
 from __future__ import annotations
 
 import json
-import logging
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import structlog
 import trimesh
 
 from runtime.assets.demo_catalog import check_catalog
 from runtime.assets.importing import ImportOptions, import_asset
 from runtime.assets.meshes import load_mesh
 from runtime.cli import main
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 
 REPO = Path(__file__).resolve().parents[2]
 CAVITY_R, WALL, FLOOR, HEIGHT = 0.035, 0.005, 0.005, 0.1
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
 
 
 def _manifest(package: Path) -> dict:

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import pytest
-import structlog
 
 from runtime.cli import main
 from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
 from store.event_store import EventStore
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 
 
 @pytest.fixture(scope="module")

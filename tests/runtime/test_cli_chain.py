@@ -3,26 +3,16 @@ an attacked log or file differs, reading commands warn first, resume refuses (ex
 
 from __future__ import annotations
 
-import logging
 import shutil
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import structlog
 
 from runtime.cli import main
 from runtime.demo import demo_task_text
 from store.event_store import EventStore
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 
 
 @pytest.fixture(scope="module")

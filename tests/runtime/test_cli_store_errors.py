@@ -3,7 +3,6 @@ the command line, with the exact message and exit code, and nothing created or c
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import sqlite3
@@ -13,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-import structlog
 
 from runtime.cli import main
 from store.admin import head_revision, known_revisions
@@ -40,15 +38,6 @@ ALL_COMMANDS = (
     *READ_COMMANDS, *WRITE_COMMANDS, ["db", "current"],
     ["episode", "r1", "0", "0", "--frames", "frames"],
 )
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
 
 
 def _one_line_error(
@@ -422,6 +411,7 @@ def test_a_corrupt_event_row_names_its_run_and_the_others_are_still_listed(
 _HOLDER = """
 import sqlite3, sys, time
 from store import EventStore
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 path, take_lease = sys.argv[1], sys.argv[2] == "lease"
 store = EventStore(f"sqlite:///{path}")
 if take_lease:

@@ -4,12 +4,10 @@ database or a folder holds (runs, show, events, audit, forensics, error lines)."
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
 import pytest
-import structlog
 
 from domain.assets import AssetDescriptor
 from domain.errors import AssetValidationError, ConfigError
@@ -19,20 +17,12 @@ from runtime.cli.output import escape, table
 from runtime.taskfile import load_task
 from store import NewEvent
 from store.event_store import EventStore
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 from tests.runtime.hostile_support import descriptor, write_package
 from tests.store.eventgen import created, preparation
 
 FORGED = "place\n run-x  completed  1/1  9/9\x1b[31m"
 RED = "\x1b[31mred\x1b[0m"
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
 
 
 @pytest.mark.parametrize(("asset_id", "shown"), [("bin\nforged", "'\\n'"), (RED, "'\\x1b'"),

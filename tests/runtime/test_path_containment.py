@@ -6,14 +6,13 @@ was created is that run's recorded failure, exit 1 — never both."""
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import pytest
-import structlog
 
 from runtime.cli import main
 from store.event_store import EventStore
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 from tests.runtime.hostile_support import (
     binary_stl,
     descriptor,
@@ -23,15 +22,6 @@ from tests.runtime.hostile_support import (
 )
 
 SHELF = "    - entity_id: shelf\n      position_m: [0.3, 0.3]\n      asset: {{package: {}}}\n"
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
 
 
 @pytest.fixture(scope="module")

@@ -4,33 +4,23 @@ the log's, nothing is fetched from the network, and the screenshot is kept as an
 
 from __future__ import annotations
 
-import logging
 import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-import structlog
 
 from runtime.cli import main
 from runtime.demo import demo_task_text
 from runtime.report import write_report
 from store.event_store import EventStore
 from store.projections.collection_report import collection_report
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 from tests.runtime.chromium import find_chromium, page_requests, run_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
 
 
 @pytest.fixture(scope="module")

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 
 import pytest
-import structlog
 
 from runtime.cli import main
 from store.event_store import EventStore
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 from tests.store.eventgen import created
 
 FIRST, SECOND, NEWEST = "run-20260101-aaa001", "run-20260101-aaa002", "run-20260102-bbb001"
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
 
 
 @pytest.fixture()

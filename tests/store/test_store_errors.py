@@ -6,30 +6,20 @@ tests/runtime/test_cli_store_errors.py; these run once per SQL backend.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import structlog
 
 from runtime.cli import main
 from store import EventStore
 from store.admin import head_revision
 from store.engine import make_engine, safe_url
 from store.errors import DatabaseReadOnly, SchemaMissing, SchemaTooNew
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 from tests.store.eventgen import legal_run
-
-
-@pytest.fixture(autouse=True)
-def _reset_logging():
-    yield
-    structlog.reset_defaults()
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_assetcast", False):
-            logging.getLogger().removeHandler(handler)
 
 
 def _filled(url: str) -> str:
