@@ -100,6 +100,10 @@ OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
     "EpisodeJudged": {"duration_s": _F},
     "TrajectoryCommitted": {"files": _L, "duration_s": _F},
     "ResetSubmitted": {"duration_s": _F},
+    # Interleaved batches (several workers): who opened, built for and finished a batch.
+    "EnvironmentBuilt": {"worker": _S},
+    "BatchStarted": {"session_id": _S, "worker": _S},
+    "BatchFinished": {"session_id": _S, "worker": _S},
 }
 
 NULLABLE: dict[str, frozenset[str]] = {

@@ -116,6 +116,7 @@ class Driver:
             else None
         )
         self._todo: dict[int, tuple[int, ...]] = {}
+        self._workers: dict[int, str] = {}  # batch -> the worker that opened it last
 
     # ------------------------------------------------------------------ ledger
 
@@ -249,17 +250,20 @@ class Driver:
         batch = next(x for x in plan.batches if x.batch_index == b)
         self.batch_index, self.episode_index = b, None
         opening: list[tuple[str, dict[str, Any]]] = []
+        session_id = self.session.session_id
         if opened.built:
             opening.append(
                 (
                     "EnvironmentBuilt",
                     {
-                        "session_id": self.session.session_id,
+                        "session_id": session_id,
                         "batch_index": b,
                         "constructions": opened.constructions,
+                        "worker": opened.worker,
                     },
                 )
             )
+        self._workers[b] = opened.worker
         done_before = plan.batch_counts(b)[1]
         self.defer(
             [
@@ -271,6 +275,8 @@ class Driver:
                         "asset_set_id": batch.asset_set_id,
                         "seed": batch.seed,
                         "deployment_path": str(batch.deployment_path.resolve()),
+                        "session_id": session_id,
+                        "worker": opened.worker,
                     },
                 ),
                 (
@@ -291,6 +297,7 @@ class Driver:
             seed=batch.seed,
             roles_replaced=list(opened.roles_replaced),
             episodes_already_done=done_before,
+            worker=opened.worker,
         )
         bar.set_postfix(batch=f"{b + 1}/{len(plan.batches)}", accepted=plan.totals()[0])
         self.phase = "episode"
@@ -370,7 +377,13 @@ class Driver:
             accepted, attempted = accepted + int(extra.accepted), attempted + 1
         return (
             "BatchFinished",
-            {"batch_index": batch_index, "accepted": accepted, "attempted": attempted},
+            {
+                "batch_index": batch_index,
+                "accepted": accepted,
+                "attempted": attempted,
+                "session_id": self.session.session_id,
+                "worker": self._workers[batch_index],
+            },
         )
 
     def _episode_logger(
