@@ -30,6 +30,7 @@ from runtime.collection import (
     refuse_bad_collection_input,
     run_collection,
 )
+from runtime.collection.executors.options import ExecutorOptions
 from runtime.collection.plan import plan_from_state
 from runtime.collection.recordings import verify_committed
 from runtime.session import CollectorSession
@@ -128,6 +129,9 @@ def _resume_under_lease(
     )
     verify_committed(run_id, plan.output_dir, plan.committed())
     # Bad input is refused before RunResumed: exit 2 must mean nothing was recorded.
+    ExecutorOptions(
+        collect_kwargs.get("workers", 1), collect_kwargs.get("ray_address")
+    ).check()
     refuse_bad_collection_input(
         plan,
         collect_kwargs.get("initial_checks"),

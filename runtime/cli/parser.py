@@ -92,6 +92,18 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _executor_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers", type=int, default=1, metavar="N",
+        help="run episodes on N Ray workers (a local Ray instance; needs assetcast[ray]); "
+        "default 1: in this process, no Ray",
+    )
+    parser.add_argument(
+        "--ray-address", metavar="ADDR",
+        help="join an existing Ray cluster (e.g. HEAD:6379, started with `ray start --head`)",
+    )
+
+
 def _dataset_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
@@ -239,18 +251,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
     _dataset_flag(p)
     _render_flag(p)
 
     p = command("run", cmd_run, "prepare, then collect (resume finishes both)")
     _prepare_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
     _dataset_flag(p)
     _render_flag(p)
 
     p = command("resume", cmd_resume, "finish what a failed or interrupted run set out to do")
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
     _dataset_flag(p)
     _render_flag(p)
 

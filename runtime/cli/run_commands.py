@@ -136,10 +136,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runtime.collection import collect
 
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     store, prepared = _prepare(args, "run")
     _print_prepared(prepared)
     result = collect(
-        prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets
+        prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets,
+        **executor,
     )
     _print_collected(result)
     return EXIT_OK
@@ -152,6 +154,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     apply_render_backend(args)
     store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
@@ -162,6 +165,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         episodes_per_batch=args.episodes_per_batch,
         progress=not args.no_progress,
         datasets=datasets,
+        **executor,
     )
     _print_collected(result)
     return EXIT_OK
@@ -172,18 +176,28 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     apply_render_backend(args)
     store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
     args.run_start_version = require_run(store, args.run_id)
     result = resume(
-        args.run_id, store=store, progress=not args.no_progress, datasets=datasets
+        args.run_id, store=store, progress=not args.no_progress, datasets=datasets,
+        **executor,
     )
     if hasattr(result, "batches"):
         _print_collected(result)
     elif hasattr(result, "deployments"):
         _print_prepared(result)
     return EXIT_OK
+
+
+def executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--workers`` / ``--ray-address``, checked before anything is recorded (exit 2)."""
+    from runtime.collection.executors.options import ExecutorOptions
+
+    options = ExecutorOptions(args.workers, args.ray_address).check()
+    return {"workers": options.workers, "ray_address": options.ray_address}
 
 
 def require_intact_chain(store: Any, run_id: str) -> None:

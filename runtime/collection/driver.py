@@ -43,10 +43,10 @@ from runtime.collection.executors import (
     BatchWork,
     EpisodeDone,
     Executor,
-    LocalExecutor,
     Report,
     WorkSettings,
 )
+from runtime.collection.executors.options import ExecutorOptions
 from runtime.collection.ledger import LedgerWriter, Tag
 from runtime.collection.plan import (
     BatchPlan,
@@ -532,13 +532,17 @@ def run_collection(
     verified: bool = False,
     plan: CollectionPlan | None = None,
     datasets: Sequence[Any] = (),
+    workers: int = 1,
+    ray_address: str | None = None,
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
 
     Used by :func:`collect` for a prepared run and by ``resume`` for an interrupted one.
     Committed trajectories are verified against disk first unless the caller did so;
     ``plan`` (built by the caller from the state it just read) saves building it again.
+    ``workers``/``ray_address`` choose the executor (:mod:`runtime.collection.executors`).
     """
+    options = ExecutorOptions(workers, ray_address).check()
     state = store.state(run_id)
     version = state.version
     if plan is None:
@@ -567,7 +571,7 @@ def run_collection(
         session,
         plan,
         version,
-        executor=LocalExecutor(settings),
+        executor=options.build(settings),
         progress=progress,
         datasets=live,
     )
@@ -589,6 +593,7 @@ def run_collection(
             raise
     finally:
         driver.writer.close()
+        driver.executor.shutdown()
         if live is not None:
             live.close()
     report = write_report(store, run_id, path, session)
@@ -615,6 +620,8 @@ def collect(
     episodes_per_batch: int | None = None,
     progress: bool = True,
     datasets: Sequence[Any] = (),
+    workers: int = 1,
+    ray_address: str | None = None,
 ) -> CollectionResult:
     """Collect a prepared run: every batch, `episodes_per_batch` episodes each.
 
@@ -625,7 +632,9 @@ def collect(
     ``environment_factory(deployment_dir, *, seed, settle_steps)`` replaces the MuJoCo
     environment; what it returns must offer ``reset(seed | None)``, ``replace_assets``,
     ``run_checks``, ``run_program`` and ``close`` (see ``EnvironmentFactory``).
+    ``workers`` > 1 runs on a local Ray instance, ``ray_address`` on an existing cluster.
     """
+    ExecutorOptions(workers, ray_address).check()  # before the lease: exit 2 records nothing
     session = CollectorSession.open(store, run_id)
     try:
         state = store.state(run_id)
@@ -646,6 +655,8 @@ def collect(
             episodes_per_batch=episodes_per_batch,
             progress=progress,
             datasets=datasets,
+            workers=workers,
+            ray_address=ray_address,
         )
     except BaseException as error:
         end_session(session, error)

@@ -103,6 +103,11 @@ class Executor(ABC):
         """Close every worker's environment once; the first close error is raised (the
         others become notes on it)."""
 
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Release whatever the executor holds besides environments (processes, a cluster
+        connection); idempotent, called once the session is over, whatever happened."""
+
     @property
     @abstractmethod
     def built(self) -> bool:
