@@ -51,7 +51,7 @@ from runtime.collection.executors.base import (
 log = structlog.get_logger(__name__)
 
 EPISODES_AHEAD = 2  # episodes queued on an actor beyond the one it runs
-MAX_DEATHS_PER_EPISODE = 3
+MAX_DEATHS_PER_EPISODE = 5
 FORWARDED_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "ASSETCAST_RENDER_BACKEND")
 
 
