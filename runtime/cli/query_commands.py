@@ -49,16 +49,21 @@ def _summary_of_row(store: Any, row: Any) -> dict[str, Any]:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    """From the ``runs`` table alone (its cached counts), so listing a year of history reads
-    no event payload; only a row from before the counts were cached folds its run's tail.
-    Each run's hash chain is still walked so a tampered log is named before the table."""
-    from runtime.cli.chain_notice import warn_if_chain_broken
+    """From the ``runs`` table (its cached counts and head hash), so listing a year of
+    history costs what its last snapshot interval costs: each run's events after its
+    verified chain anchor are re-hashed against ``runs.head_hash`` (a tampered log is
+    named before the table) and their payloads decoded (a corrupt row leaves its run out,
+    named, exit 1); only a row from before the counts were cached folds its run."""
+    from runtime.cli.chain_notice import warn_about
 
     store = open_for_reading(args)
     summaries, unreadable = [], []
     for row in store.list_runs():
-        warn_if_chain_broken(store, row.run_id)
+        chain, broken_row = store.check_tail(row.run_id)
+        warn_about(chain)
         try:
+            if broken_row is not None:
+                raise broken_row
             summaries.append(_summary_of_row(store, row))
         except EventSchemaError as error:
             unreadable.append(unreadable_entry(row.run_id, error))
