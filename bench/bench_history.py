@@ -225,7 +225,7 @@ def _ensure_snapshots(db: Path, run_id: str) -> float:
     fold version or the chain anchor is missing (seconds spent, 0 if nothing to do)."""
     import sqlite3
 
-    from domain.state import FOLD_VERSION
+    from domain.state_codec import FOLD_SNAPSHOT_VERSION
     from store import EventStore
     from store.snapshots import CHAIN_KIND, FOLD_KIND
 
@@ -233,7 +233,7 @@ def _ensure_snapshots(db: Path, run_id: str) -> float:
         kinds = dict(conn.execute(
             "SELECT kind, projection_version FROM snapshots WHERE run_id = ?", (run_id,)
         ).fetchall())
-    if kinds.get(FOLD_KIND) == FOLD_VERSION and CHAIN_KIND in kinds:
+    if kinds.get(FOLD_KIND) == FOLD_SNAPSHOT_VERSION and CHAIN_KIND in kinds:
         return 0.0
     started = time.perf_counter()
     with EventStore(f"sqlite:///{db}") as store:

@@ -30,8 +30,13 @@ from domain.chain import (
 from domain.errors import ConcurrencyError, EventSchemaError, UnknownRun
 from domain.events import SCHEMA_VERSION, normalize_payload, validate_payload
 from domain.lifecycle import COMPLETED
-from domain.state import FOLD_VERSION, Folder, RunState
-from domain.state_codec import SnapshotCorrupt, decode_folder, encode_state
+from domain.state import Folder, RunState
+from domain.state_codec import (
+    FOLD_SNAPSHOT_VERSION,
+    SnapshotCorrupt,
+    decode_folder,
+    encode_state,
+)
 from store.leases import Lease
 from store.projections.incremental import Projector, snapshotted
 from store.records import NewEvent, RecordedEvent, RunSummary, utcnow
@@ -229,7 +234,7 @@ class StoreCore:
         return record.seq, body
 
     def _snapshot_folder(self, run_id: str) -> Folder | None:
-        found = self._trusted(run_id, FOLD_KIND, FOLD_VERSION)
+        found = self._trusted(run_id, FOLD_KIND, FOLD_SNAPSHOT_VERSION)
         if found is None:
             return None
         seq, body = found
@@ -274,7 +279,8 @@ class StoreCore:
         digest = event_digest(last.seq, last.type, last.text, SCHEMA_VERSION, last.hash)
         records = [
             make_record(
-                run_id, FOLD_KIND, last.seq, FOLD_VERSION, digest, encode_state(folder.state)
+                run_id, FOLD_KIND, last.seq, FOLD_SNAPSHOT_VERSION, digest,
+                encode_state(folder.state),
             )
         ]
         before = prepared[0].seq - 1
@@ -347,7 +353,8 @@ class StoreCore:
             digest = self._event_digest(run_id, last[0]) or event_digest(*last)
             records = [
                 make_record(
-                    run_id, FOLD_KIND, last[0], FOLD_VERSION, digest, encode_state(folder.state)
+                    run_id, FOLD_KIND, last[0], FOLD_SNAPSHOT_VERSION, digest,
+                    encode_state(folder.state),
                 )
             ]
             records += [
