@@ -413,15 +413,17 @@ def _catalog_of(root: Path, count: int) -> list[Path]:
 
 
 def _preparation(count: int) -> None:
-    """Cold preparation of ``count`` packages: serial (one fsync per file, as before) vs the
-    process pool (workers stage, this process publishes each chunk with one sync before and
-    one after the renames), next to a raw copy + SHA-256 of the same files."""
+    """Cold preparation of ``count`` packages, side by side in one run: a raw copy + SHA-256
+    of the same files; *before*: ``materialize`` per candidate, one fsync per file (the path
+    a preparation took before batching, still taken below ``MIN_PARALLEL`` candidates); one
+    process staging and publishing in chunks (one sync before and one after each chunk's
+    renames); the process pool doing the same. Then the CPU time per package of each."""
     import hashlib
     import tempfile
 
     from domain.assets import AssetQuery, PreparationContext
     from runtime.assets.providers import DirectoryAssetProvider
-    from runtime.preparation.parallel import WORKERS_ENV, MaterializerPool
+    from runtime.preparation.parallel import WORKERS_ENV, MaterializerPool, materialize_outcome
     from runtime.syncfs import syncfs_available
 
     with tempfile.TemporaryDirectory(prefix="bench-history-prep-", dir="/tmp") as tmp:
@@ -440,35 +442,62 @@ def _preparation(count: int) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
 
-        def pooled(workers: int, tag: str) -> None:
-            os.environ[WORKERS_ENV] = str(workers)
-            context = PreparationContext(str(root / f"cache-{tag}"))
-            with MaterializerPool() as pool:
-                outcomes = [o for c in pool.materialize(provider, candidates, context) for o in c]
+        def check(outcomes: list) -> None:
             failed = [o for o in outcomes if isinstance(o, tuple)]
             if failed:
                 raise SystemExit(f"{len(failed)} packages failed: {failed[0]}")
 
+        def before() -> None:
+            context = PreparationContext(str(root / "cache-before"))
+            check([materialize_outcome(provider, c, context) for c in candidates])
+
+        def pooled(workers: int, tag: str) -> None:
+            os.environ[WORKERS_ENV] = str(workers)
+            context = PreparationContext(str(root / f"cache-{tag}"))
+            with MaterializerPool() as pool:
+                check([o for c in pool.materialize(provider, candidates, context) for o in c])
+
         cores = os.cpu_count() or 1
-        timings = {}
+        after = f"pool of {cores}, batched durability (after)"
+        timings, cpu = {}, {}
         for label, run in (
             ("raw copy + sha256", raw),
-            ("serial, fsync per file (before)", lambda: pooled(1, "serial")),
-            (f"pool of {cores}, batched durability (after)", lambda: pooled(cores, "pool")),
+            ("serial, fsync per file (before)", before),
+            ("1 process, batched durability", lambda: pooled(1, "serial")),
+            (after, lambda: pooled(cores, "pool")),
         ):
+            own = resource.getrusage(resource.RUSAGE_SELF)
+            kids = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             run()
             timings[label] = time.perf_counter() - started
+            own2 = resource.getrusage(resource.RUSAGE_SELF)
+            kids2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[label] = sum(
+                b - a for a, b in ((own.ru_utime, own2.ru_utime), (own.ru_stime, own2.ru_stime),
+                                   (kids.ru_utime, kids2.ru_utime),
+                                   (kids.ru_stime, kids2.ru_stime))
+            )
         os.environ.pop(WORKERS_ENV, None)
+        identical = all(
+            _tree_bytes(root / "cache-before" / c.name) == _tree_bytes(root / "cache-pool" / c.name)
+            for c in sorted((root / "cache-before").iterdir())
+        )
     print(f"cold preparation of {count} packages ({len(files)} files, {cores} cores, "
           f"syncfs {'available' if syncfs_available() else 'unavailable: per-entry fsync'}):")
     for label, seconds in timings.items():
-        print(f"  {label:<40} {seconds:7.2f} s  {count / seconds:8.1f} packages/s")
-    before = timings["serial, fsync per file (before)"]
-    after = timings[f"pool of {cores}, batched durability (after)"]
+        print(f"  {label:<40} {seconds:7.2f} s  {count / seconds:8.1f} packages/s  "
+              f"CPU {1000 * cpu[label] / count:6.1f} ms/package")
+    slow = timings["serial, fsync per file (before)"]
     raw_s = timings["raw copy + sha256"]
-    print(f"  speed-up after/before: {before / after:.2f}x (goal >= 4x); after costs "
-          f"{after / raw_s:.0f}x raw copy + hash (before: {before / raw_s:.0f}x)")
+    print(f"  speed-up after/before: {slow / timings[after]:.2f}x (goal >= 4x); after costs "
+          f"{timings[after] / raw_s:.0f}x raw copy + hash (before: {slow / raw_s:.0f}x); "
+          f"published snapshots byte-identical to before: {identical}")
+
+
+def _tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*"))
+            if f.is_file()}
 
 
 def main() -> None:

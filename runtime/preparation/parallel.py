@@ -9,10 +9,11 @@ in the order the candidates were logged, and the caller appends their events in 
 so a run prepared with a pool logs the same events as one prepared serially.
 
 What changes is durability's cost, never its guarantee, and never who publishes: a worker
-only *stages* a snapshot (builds and verifies it in a temporary folder, without an fsync per
-file). The process holding the lease publishes each chunk of results: one file-system sync
-for all their folders, then per snapshot a fresh verification, the lease's fence check and
-the rename, then one sync for the renames, and only then are their events appended.
+(or this process, with one worker and at least ``MIN_PARALLEL`` candidates) only *stages* a
+snapshot (builds and verifies it in a temporary folder, without an fsync per file). The
+process holding the lease publishes each chunk of results: one file-system sync for all
+their folders, then per snapshot a fresh verification, the lease's fence check and the
+rename, then one sync for the renames, and only then are their events appended.
 Nothing is claimed in the log before it is on disk; a session that lost its lease publishes
 nothing.
 """
@@ -141,9 +142,13 @@ class MaterializerPool:
         if workers > 1 and not _sendable(provider):
             log.info("prepare.serial", reason="provider cannot be sent to a worker process")
             workers = 1
-        if workers == 1:
+        if workers == 1 and len(candidates) < MIN_PARALLEL:
             for candidate in candidates:
                 yield [materialize_outcome(provider, candidate, context)]
+            return
+        if workers == 1:
+            # Many candidates but one process: the same batched durability, in-process.
+            yield from _staged_in_process(provider, candidates, context)
             return
         fence = context.fence
         sent = replace(context, fence=_StagingTag(fence.tag) if fence is not None else None)
@@ -157,6 +162,23 @@ class MaterializerPool:
                 chunk = []
         if chunk:
             yield _publish_chunk(chunk, context)
+
+
+def _staged_in_process(
+    provider: AssetProvider, candidates: Sequence[AssetCandidate], context: PreparationContext
+) -> Iterator[list[Outcome]]:
+    """Stage each snapshot here (no fsync per file) and publish them a chunk at a time,
+    exactly as the pool's results are published."""
+    chunk: list[tuple[Outcome, list[str]]] = []
+    for candidate in candidates:
+        staging: list[str] = []
+        outcome = materialize_outcome(provider, candidate, replace(context, staging=staging))
+        chunk.append((outcome, staging))
+        if len(chunk) >= SYNC_CHUNK:
+            yield _publish_chunk(chunk, context)
+            chunk = []
+    if chunk:
+        yield _publish_chunk(chunk, context)
 
 
 def _publish_chunk(

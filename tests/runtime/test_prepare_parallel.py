@@ -100,3 +100,42 @@ def test_worker_count_honours_the_environment(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(WORKERS_ENV, "x")
     with pytest.raises(ValueError, match=f"\\${WORKERS_ENV}: not an integer: 'x'"):
         worker_count(3)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*"))
+            if f.is_file()}
+
+
+def test_one_worker_on_a_big_catalog_stages_in_process_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batched durability without a pool: the published cache is byte for byte the cache the
+    fsync-per-file path writes, and nothing staged is left behind."""
+    import runtime.preparation.parallel as parallel
+    from domain.assets import AssetQuery, PreparationContext
+    from runtime.preparation.parallel import materialize_outcome
+
+    catalog = tmp_path / "catalog"
+    write_demo_catalog(catalog)
+    provider = DirectoryAssetProvider(catalog)
+    candidates = list(provider.candidates(AssetQuery(None, {}, ()), 100))
+    plain = PreparationContext(str(tmp_path / "plain"))
+    expected = [materialize_outcome(provider, c, plain) for c in candidates]
+    monkeypatch.setenv(WORKERS_ENV, "1")
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 2)
+    monkeypatch.setattr(parallel, "SYNC_CHUNK", 5)
+    published: list[int] = []
+    real = parallel._publish_chunk
+    monkeypatch.setattr(parallel, "_publish_chunk",
+                        lambda chunk, context: published.append(len(chunk)) or real(chunk, context))
+    with MaterializerPool() as pool:
+        chunks = list(pool.materialize(provider, candidates, PreparationContext(
+            str(tmp_path / "staged"))))
+    outcomes = [o for chunk in chunks for o in chunk]
+    assert published and max(published) == 5 and sum(published) == len(candidates)
+    assert [o.content_sha256 for o in outcomes] == [o.content_sha256 for o in expected]
+    assert not [p for p in (tmp_path / "staged").iterdir() if p.name.startswith(".tmp-")]
+    for asset in expected:
+        sha = asset.content_sha256
+        assert _tree(tmp_path / "staged" / sha) == _tree(tmp_path / "plain" / sha)
