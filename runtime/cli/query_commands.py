@@ -14,12 +14,10 @@ from typing import Any
 
 from domain.canonical import canonical_json
 from domain.errors import EventSchemaError, UnknownRun
-from runtime.cli.batch_table import digest_table
 from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UnreadableRuns, UsageError
 from runtime.cli.output import out, out_block, table
 from runtime.cli.store_access import open_for_reading, read_run, require_run, unknown_run
 from runtime.files import report_text
-from store.projections.audit import event_time, unreadable_entry
 
 
 def _summary_of_row(store: Any, row: Any) -> dict[str, Any]:
@@ -55,6 +53,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     named before the table) and their payloads decoded (a corrupt row leaves its run out,
     named, exit 1); only a row from before the counts were cached folds its run."""
     from runtime.cli.chain_notice import warn_about
+    from store.projections.audit import unreadable_entry
 
     store = open_for_reading(args)
     summaries, unreadable = [], []
@@ -136,6 +135,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         out(f"{'resumes:':<12}{s['resumes']}")
     out(f"{'head hash:':<12}{store.head_hash(args.run_id)}")
     if digest.resolved:
+        from runtime.cli.batch_table import digest_table
+
         out("")
         out_block(digest_table(digest))
         out("(paths relative to the output folder)")
@@ -149,6 +150,7 @@ def _compact(payload: Any, limit: int = 160) -> str:
 
 def cmd_events(args: argparse.Namespace) -> int:
     from runtime.cli.chain_notice import warn_if_chain_broken
+    from store.projections.audit import event_time
 
     store = open_for_reading(args)
     warn_if_chain_broken(store, args.run_id)
