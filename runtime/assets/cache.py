@@ -242,10 +242,12 @@ def prepare_package(
             candidate_id=candidate_id, locator=locator, final=final, limits=context.limits,
             sync=not staging,
         )
-        _verify_staged(asset, tmp)
         if staging:
+            # Verified (and fenced) by the lease holder right before its rename, in
+            # publish_staged; verifying here as well would only hash the same bytes twice.
             context.staging.append(str(tmp))  # type: ignore[union-attr]
-            return asset  # published by the lease holder: publish_staged
+            return asset
+        _verify_staged(asset, tmp)
         published = _publish(asset, tmp, fence)
         if published is not asset:
             return published

@@ -139,3 +139,29 @@ def test_one_worker_on_a_big_catalog_stages_in_process_with_the_same_bytes(
     for asset in expected:
         sha = asset.content_sha256
         assert _tree(tmp_path / "staged" / sha) == _tree(tmp_path / "plain" / sha)
+
+
+def test_while_a_worker_holds_the_next_job_this_process_takes_the_ones_nobody_started() -> None:
+    """Results stay in order whoever computes them; jobs no worker started are cancelled in
+    the pool and run here (so a pool still spawning its workers costs no idle time)."""
+    import threading
+    from concurrent.futures import Future
+
+    from runtime.preparation.parallel import _in_order
+
+    futures: list[Future] = [Future() for _ in range(6)]
+    futures[0].set_running_or_notify_cancel()  # a worker has job 0
+    futures[3].set_running_or_notify_cancel()  # and job 3
+    ran_here: list[int] = []
+
+    def run_here(index: int) -> tuple[str, list[str]]:
+        ran_here.append(index)
+        if index == 5:  # the worker finishes its jobs while this process works
+            threading.Timer(0.05, futures[0].set_result, [("worker 0", [])]).start()
+            threading.Timer(0.05, futures[3].set_result, [("worker 3", [])]).start()
+        return f"here {index}", []
+
+    results = [outcome for outcome, _staged in _in_order(futures, run_here)]
+    assert results == ["worker 0", "here 1", "here 2", "worker 3", "here 4", "here 5"]
+    assert sorted(ran_here) == [1, 2, 4, 5]
+    assert all(futures[i].cancelled() for i in (1, 2, 4, 5))
