@@ -608,11 +608,15 @@ def collect(
     The lease is taken first, so a second `collect`/`resume` of the same run while this one
     is alive is refused with ``LeaseHeld`` naming this session. An interrupted or failed
     collection is continued with ``runtime.resume.resume``, never with ``collect``.
+    A run whose hash chain does not verify (the cheap check from its anchor,
+    ``store.require_intact_chain``) is refused with ``ChainBroken`` before the lease is
+    taken, so nothing (not even a ``LeaseTakenOver``) is appended to an altered log.
 
     ``environment_factory(deployment_dir, *, seed, settle_steps)`` replaces the MuJoCo
     environment; what it returns must offer ``reset(seed | None)``, ``replace_assets``,
     ``run_checks``, ``run_program`` and ``close`` (see ``EnvironmentFactory``).
     """
+    store.require_intact_chain(run_id)
     session = CollectorSession.open(store, run_id)
     try:
         state = store.state(run_id)
