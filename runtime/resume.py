@@ -91,10 +91,12 @@ class RunDataAltered(AssetcastInputError):
 
 def _require_intact_inputs(run_id: str, store: Any) -> None:
     """Deployments and cache snapshots must still match their chained digests before a
-    session builds on them (committed trajectories are checked under the lease)."""
-    from runtime.verify import verify_events
+    session builds on them (committed trajectories are checked under the lease). Only the
+    preparation prefix of the log names them, so only it is read."""
+    from runtime.verify import preparation_prefix, verify_events
 
-    result = verify_events(run_id, store.read(run_id), trajectories=False)
+    events = preparation_prefix(store.iter_events(run_id))
+    result = verify_events(run_id, events, trajectories=False)
     if result.problems:
         more = len(result.problems) - 1
         raise RunDataAltered(

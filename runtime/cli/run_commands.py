@@ -17,11 +17,9 @@ from typing import Any
 import structlog
 
 from domain.errors import ConfigError
-from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, UsageError
 from runtime.cli.output import out, out_block
 from runtime.cli.store_access import open_for_writing, open_store, read_run, require_run
-from store.projections.audit import run_summary
 
 log = structlog.get_logger(__name__)
 
@@ -212,7 +210,9 @@ def require_intact_chain(store: Any, run_id: str) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from runtime.cli.batch_table import batch_table
     from runtime.demo import DEFAULT_DEMO_ROOT, run_demo
+    from store.projections.audit import run_summary
 
     apply_render_backend(args)
     result = run_demo(

@@ -628,6 +628,9 @@ def collect(
     The lease is taken first, so a second `collect`/`resume` of the same run while this one
     is alive is refused with ``LeaseHeld`` naming this session. An interrupted or failed
     collection is continued with ``runtime.resume.resume``, never with ``collect``.
+    A run whose hash chain does not verify (the cheap check from its anchor,
+    ``store.require_intact_chain``) is refused with ``ChainBroken`` before the lease is
+    taken, so nothing (not even a ``LeaseTakenOver``) is appended to an altered log.
 
     ``environment_factory(deployment_dir, *, seed, settle_steps)`` replaces the MuJoCo
     environment; what it returns must offer ``reset(seed | None)``, ``replace_assets``,
@@ -635,6 +638,7 @@ def collect(
     ``workers`` > 1 runs on a local Ray instance, ``ray_address`` on an existing cluster.
     """
     ExecutorOptions(workers, ray_address).check()  # before the lease: exit 2 records nothing
+    store.require_intact_chain(run_id)
     session = CollectorSession.open(store, run_id)
     try:
         state = store.state(run_id)
