@@ -12,7 +12,7 @@ import pytest
 
 from runtime.cli import main
 from runtime.export import DatasetSpec, export_runs, verify_dataset
-from tests.runtime.export.conftest import CollectedRun
+from tests.runtime.export.conftest import CollectedRun, data_table
 
 
 def test_export_records_dataset_updated_once_per_version(
@@ -89,7 +89,7 @@ def test_merging_two_runs_gives_one_consistent_episode_index(
     runs = [e["assetcast/run_id"] for e in episodes]
     assert runs == sorted(runs, key=[collected.run_id, second].index)
     assert runs[-1] == second
-    frames = pq.read_table(out / "data/chunk-000/file-000.parquet").to_pydict()
+    frames = data_table(out).to_pydict()
     assert frames["index"] == list(range(version.total_frames))
     assert episodes[-1]["dataset_to_index"] == version.total_frames
     manifest = json.loads((out / "meta" / "assetcast.json").read_text())
