@@ -96,7 +96,7 @@ def raw_pyarrow(source, out: Path) -> int:  # type: ignore[no-untyped-def]
         payload = torch.load(io.BytesIO(episode.trajectory_path.read_bytes()), weights_only=True)
         steps = payload["actions"].shape[0]
         for key, value in payload.items():
-            if key in ("metadata", "timestamps"):
+            if key in ("metadata", "timestamps", "physics_state"):  # not in a LeRobot export
                 continue
             array = value.numpy()[:steps:stride].reshape(-1, int(np.prod(value.shape[1:]) or 1))
             array = array.astype(np.float32)

@@ -168,7 +168,7 @@ def build_version(
     spec: DatasetSpec,
     source: DatasetSource,
     *,
-    model_file: Callable[[Path], str] | None = None,
+    scene_model: Callable[[Path], Any] | None = None,
     before_publish: Callable[[], None] = lambda: None,
 ) -> DatasetVersion:
     """Write (if needed) and publish the dataset ``source`` projects, at ``spec``.
@@ -183,7 +183,7 @@ def build_version(
             totals = existing_totals(spec)
             written = False
         else:
-            files, totals = _write(spec, source, manifest, model_file, before_publish, existing)
+            files, totals = _write(spec, source, manifest, scene_model, before_publish, existing)
             written = True
     version = DatasetVersion(
         spec=spec,
@@ -226,7 +226,7 @@ def render(
     root: Path,
     *,
     file_name: str,
-    model_file: Callable[[Path], str] | None = None,
+    scene_model: Callable[[Path], Any] | None = None,
     previous: Path | None = None,
     previous_manifest: dict[str, Any] | None = None,
 ) -> tuple[dict[str, str], tuple[int, int]]:
@@ -241,12 +241,12 @@ def render(
         )
         return files, totals
     from runtime.export.robomimic import write_robomimic
-    from runtime.export.scene_model import deployment_mjcf
+    from runtime.export.scene_model import deployment_model
 
     path = root / file_name
     totals = write_robomimic(
         source, path, manifest=manifest, split_seed=SPLIT_SEED,
-        model_file=model_file or deployment_mjcf,
+        scene_model=scene_model or deployment_model,
     )
     return {file_name: file_sha256(path)}, (totals["total_episodes"], totals["total_frames"])
 
@@ -284,7 +284,7 @@ def _write(
     spec: DatasetSpec,
     source: DatasetSource,
     manifest: dict[str, Any],
-    model_file: Callable[[Path], str] | None,
+    scene_model: Callable[[Path], Any] | None,
     before_publish: Callable[[], None],
     existing: dict[str, Any] | None,
 ) -> tuple[dict[str, str], tuple[int, int]]:
@@ -311,7 +311,7 @@ def _write(
     try:
         files, totals = render(
             "robomimic", source, manifest, temporary.parent, file_name=temporary.name,
-            model_file=model_file,
+            scene_model=scene_model,
         )
         files = {spec.path.name: files[temporary.name]}
         before_publish()

@@ -259,7 +259,8 @@ def write_lerobot(
     fresh = range(reused, len(episodes))
     # The first episode fixes the layout, as in a whole export; new ones must share it.
     named = [(_episode_name(episodes[i]), data(i)) for i in sorted({0, *fresh})]
-    columns = common_columns(named)
+    # MuJoCo's full state is robomimic's `states`; a LeRobot policy sees observations only.
+    columns = tuple(c for c in common_columns(named) if c.kind != "state")
     layout = camera_layout(named)
     rate = control_fps(named)
     if rate % layout.stride:
