@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from runtime.collect_support.demo_run import prepare_demo_run
+from runtime.collection.demo_run import prepare_demo_run
 from runtime.export import DatasetSpec, export_runs
 from runtime.sim import physics_state
 from tests.runtime.export.conftest import CollectedRun
@@ -18,7 +18,7 @@ from tests.runtime.export.conftest import CollectedRun
 
 @pytest.fixture(scope="module")
 def state_only_run(collected: CollectedRun, tmp_path_factory: pytest.TempPathFactory) -> str:
-    from runtime.collect import collect
+    from runtime.collection import collect
 
     store = collected.store()
     root = tmp_path_factory.mktemp("replay-run")
