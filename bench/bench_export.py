@@ -161,7 +161,7 @@ def throughput(store: EventStore, catalog: Path, root: Path, *, cameras: bool) -
     print(f"  export / raw throughput ratio: {t_raw / t_ours:.2f} (goal >= 0.8)")
     s_ours, s_raw = statistics.median(ours_sync), statistics.median(raw_sync)
     print(f"  of which fsync: export {s_ours * 1000:.1f} ms in {ours_calls} fsync call(s) "
-          f"(+1 syncfs where available), raw {s_raw * 1000:.1f} ms in {raw_calls} call")
+          f"(summed over the sync threads), raw {s_raw * 1000:.1f} ms in {raw_calls} call")
 
 
 def live_overhead(store: EventStore, catalog: Path, root: Path) -> None:

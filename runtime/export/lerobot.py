@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import structlog
 
+from domain.canonical import sha256_json
 from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData
 from runtime.export.errors import TaskMismatch
 from runtime.export.features import (
@@ -45,6 +47,9 @@ from runtime.export.stats import (
     episode_stats,
     image_stats,
 )
+from runtime.files import file_sha256
+
+log = structlog.get_logger(__name__)
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -188,14 +193,28 @@ class PreviousVersion:
     root: Path
     manifest: dict[str, Any]
     rows: list[dict[str, Any]]
+    files: dict[str, str]  # relative path -> SHA-256, as found
 
     @classmethod
     def read(cls, root: Path, manifest: dict[str, Any]) -> PreviousVersion | None:
+        """The version in ``root``, or None (the new version is then written whole) when its
+        files no longer hash to the digest it is named by: a file edited in place is never
+        carried into a new version."""
+        files = {
+            path.relative_to(root).as_posix(): file_sha256(path)
+            for path in sorted(root.rglob("*")) if path.is_file()
+        }
+        if sha256_json(files)[:32] != root.name:
+            log.warning("dataset_previous_version_altered", path=str(root))
+            return None
         try:
             rows = pq.read_table(root / EPISODES_PATH.format(chunk_index=0, file_index=0))
         except (OSError, pa.ArrowException):
-            return None  # nothing reusable: the new version is written whole
-        return cls(root, manifest, rows.to_pylist())
+            return None
+        return cls(root, manifest, rows.to_pylist(), files)
+
+    def link_into(self, sink: FileSink, relpath: str) -> None:
+        sink.link(relpath, self.root / relpath, digest=self.files[relpath])
 
     def reusable_prefix(self, manifest: dict[str, Any]) -> int:
         """How many leading episodes the new version shares with this one (0 when anything
@@ -293,7 +312,7 @@ def write_lerobot(
         path = DATA_PATH.format(chunk_index=chunk_index, file_index=file_index)
         if group[-1] < reused and old_files.get((chunk_index, file_index)) == group:
             assert previous is not None
-            sink.link(path, previous.root / path)
+            previous.link_into(sink, path)
         else:
             for i in group:
                 if i not in blocks:
@@ -327,7 +346,7 @@ def write_lerobot(
             if i < reused:
                 for cam in videos:
                     video = _video_path(cam, i)
-                    sink.link(video, previous.root / video)  # type: ignore[union-attr]
+                    previous.link_into(sink, video)  # type: ignore[union-attr]
     sink.write(EPISODES_PATH.format(chunk_index=0, file_index=0),
                _parquet_bytes(_episodes_table(rows)))
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))

@@ -30,16 +30,21 @@ class FileSink:
         self.files[relpath] = sha256_hex(data)
         self.bytes_written += len(data)
 
-    def link(self, relpath: str, existing: Path) -> None:
-        """Take over a file of the previous version unchanged: a hard link (no bytes are
-        copied or synced again), or a copy where the file system refuses links."""
+    def link(self, relpath: str, existing: Path, *, digest: str) -> None:
+        """Take over a file of the previous version unchanged (``digest``: its SHA-256, already
+        checked): a hard link (no bytes are copied or synced again), or a copy where the file
+        system refuses links."""
         target = self.root / relpath
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(existing, target)
         except OSError:
             shutil.copyfile(existing, target)
-        self.files[relpath] = file_sha256(target)
+            self.linked.discard(relpath)
+            self.files[relpath] = file_sha256(target)
+            self.bytes_written += target.stat().st_size
+            return
+        self.files[relpath] = digest
         self.bytes_written += target.stat().st_size
         self.linked.add(relpath)
 

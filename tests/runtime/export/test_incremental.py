@@ -58,3 +58,19 @@ def test_growing_dataset_equals_one_shot_and_keeps_finished_batches(
     assert old_videos and old_videos <= kept
     assert "meta/episodes/chunk-000/file-000.parquet" not in kept
     assert "data/chunk-000/file-001.parquet" not in kept
+
+
+def test_a_file_edited_in_place_is_not_carried_into_the_next_version(
+    collected: CollectedRun, tmp_path: Path
+) -> None:
+    full = _source_up_to(collected, "RunCompleted")
+    live = DatasetSpec("lerobot", tmp_path / "live")
+    build_version(live, _source_up_to(collected, "BatchFinished", 0))
+    data = live.path / "data/chunk-000/file-000.parquet"
+    with open(data, "r+b") as handle:  # same inode: a hard link would share the edit
+        handle.seek(100)
+        handle.write(b"\0\0\0\0")
+    after = build_version(live, full)
+    whole = build_version(DatasetSpec("lerobot", tmp_path / "whole"), full)
+    assert after.digest == whole.digest
+    assert _files(live.path) == _files(whole.spec.path)
