@@ -298,6 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--head", metavar="HASH",
         help="a head hash noted earlier: the run's chain must contain it",
     )
+    p.add_argument(
+        "--dataset", metavar="PATH", action="append",
+        help="also check that this dataset is the exact projection of RUN's log (repeatable)",
+    )
 
     p = command("report", cmd_report, "write report.html and PNG plots of one run into DIR")
     p.add_argument("run_id", metavar="RUN")

@@ -299,8 +299,10 @@ def _verify_one(store: Any, run_id: str, noted_head: str | None) -> bool:
 def cmd_verify(args: argparse.Namespace) -> int:
     store = open_for_reading(args)
     if args.all:
-        if args.run_id is not None or args.head is not None:
-            raise UsageError("--all: give either RUN (optionally with --head) or --all")
+        if args.run_id is not None or args.head is not None or getattr(args, "dataset", None):
+            raise UsageError(
+                "--all: give either RUN (optionally with --head / --dataset) or --all"
+            )
         run_ids = [entry.run_id for entry in store.list_runs()]
     else:
         if args.run_id is None:
@@ -309,7 +311,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise UsageError(f"--head {args.head!r}: expected 64 hexadecimal characters")
         read_run(store, args.run_id, chain_notice=False)  # an unknown run is bad input
         run_ids = [args.run_id]
+        if getattr(args, "dataset", None):
+            from runtime.cli.dataset_commands import require_datasets
+
+            require_datasets(args.dataset)  # a path that is no dataset is bad input
     results = [_verify_one(store, run_id, args.head) for run_id in run_ids]
+    if getattr(args, "dataset", None):
+        from runtime.cli.dataset_commands import verify_run_datasets
+
+        results.append(verify_run_datasets(store, run_ids[0], args.dataset))
     return EXIT_OK if all(results) else EXIT_RUN_FAILED
 
 
