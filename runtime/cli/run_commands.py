@@ -82,12 +82,12 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
     from runtime.sim.robots import check_reach
 
     check_reach(task, source=str(args.task))  # an entity out of the robot's reach is bad input
-    if goal == "run":
-        from runtime.sim.registry import unregistered_message, unregistered_names
+    from runtime.sim.registry import unregistered_message, unregistered_names
 
-        missing = unregistered_names(task)
-        if missing:
-            raise UsageError(f"{args.task}: {unregistered_message(missing)}")
+    # A prepared run that names a check or skill nobody registered can never be collected.
+    missing = unregistered_names(task)
+    if missing:
+        raise UsageError(f"{args.task}: {unregistered_message(missing)}")
     providers = providers_from_catalog_args(args.catalog)
     if task.cameras and cfg.record_trajectory:
         from runtime.sim.cameras.rig import check_task_cameras
