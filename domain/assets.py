@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from domain.asset_physics import AssetPhysics
 from domain.canonical import canonical_json
 from domain.errors import AssetValidationError
 from domain.fields import forbidden_character
@@ -39,6 +40,7 @@ _DESCRIPTOR_FIELDS = (
     "support_region",
     "provenance",
     "normalized",
+    "physics",
 )
 
 
@@ -299,6 +301,7 @@ class AssetDescriptor:
     support_region: Bounds3D | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     normalized: bool = False
+    physics: AssetPhysics | None = None
 
     def __post_init__(self) -> None:
         # Route constructor input through the same strict decoder as files.
@@ -327,7 +330,7 @@ class AssetDescriptor:
                 return value
             return value.to_dict()
 
-        return {
+        out: dict[str, Any] = {
             "asset_id": self.asset_id,
             "category": self.category,
             "attributes": dict(self.attributes),
@@ -338,6 +341,10 @@ class AssetDescriptor:
             "provenance": _thaw_json(self.provenance),
             "normalized": self.normalized,
         }
+        if self.physics is not None:  # absent, not null: older assets keep their identity
+            physics = self.physics
+            out["physics"] = physics if isinstance(physics, dict) else physics.to_dict()
+        return out
 
     @classmethod
     def from_dict(
@@ -373,6 +380,11 @@ class AssetDescriptor:
         if not isinstance(normalized, bool):
             raise _fail(f"{path}.normalized", "expected true or false", source)
         _check_geometry(boxes, normalized, provenance.get("origin"), path, source)
+        physics = None
+        if mapping.get("physics") is not None:
+            physics = AssetPhysics.from_dict(
+                mapping["physics"], path=f"{path}.physics", source=source
+            )
         descriptor = object.__new__(cls)
         for name, item in (
             ("asset_id", asset_id),
@@ -381,6 +393,7 @@ class AssetDescriptor:
             ("capabilities", capabilities),
             ("provenance", provenance),
             ("normalized", normalized),
+            ("physics", physics),
             *boxes.items(),
         ):
             object.__setattr__(descriptor, name, item)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from domain.asset_physics import FRICTION_KINDS, AssetPhysics
 from domain.assets import AssetDescriptor, Bounds3D, JsonScalar
 from domain.canonical import sha256_hex
 from domain.errors import AssetValidationError
@@ -54,6 +55,9 @@ class ImportOptions:
     pouring: bool = False
     drop_missing_references: bool = False
     limits: MeshLimits = field(default_factory=MeshLimits)
+    mass_kg: float | None = None
+    density_kg_m3: float | None = None
+    friction: tuple[float, ...] | None = None  # sliding[, torsional[, rolling]]
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,35 @@ def _provenance(
     return provenance
 
 
+def _physics(options: ImportOptions) -> AssetPhysics | None:
+    """``--mass``/``--density``/``--friction`` as descriptor physics; errors name the flag."""
+    flags = {"mass_kg": "--mass", "density_kg_m3": "--density", "friction": "--friction"}
+    raw: dict[str, Any] = {}
+    if options.mass_kg is not None:
+        raw["mass_kg"] = options.mass_kg
+    if options.density_kg_m3 is not None:
+        raw["density_kg_m3"] = options.density_kg_m3
+    if options.friction is not None:
+        if not 1 <= len(options.friction) <= len(FRICTION_KINDS):
+            raise AssetValidationError(
+                "--friction: expected SLIDING[,TORSIONAL[,ROLLING]], got "
+                f"{len(options.friction)} numbers"
+            )
+        raw["friction"] = dict(zip(FRICTION_KINDS, options.friction, strict=False))
+    if not raw:
+        return None
+    if "mass_kg" in raw and "density_kg_m3" in raw:
+        raise AssetValidationError("--density: give --mass or --density, not both")
+    try:
+        return AssetPhysics.from_dict(raw, path="physics")
+    except AssetValidationError as error:
+        text = str(error).removeprefix("physics.")
+        field_name, _, detail = text.partition(": ")
+        head, _, kind = field_name.partition(".")
+        flag = flags.get(head, head) + (f" ({kind})" if kind else "")
+        raise AssetValidationError(f"{flag}: {detail}") from None
+
+
 def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportResult:
     """Import ``source`` as ``catalog/<asset_id>``; bad input is AssetValidationError."""
     if not SAFE_ID.fullmatch(options.asset_id):
@@ -101,6 +134,7 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
             f"--id: {options.asset_id!r} must be letters, digits, '.', '_' or '-' "
             "(it names the package folder)"
         )
+    physics = _physics(options)
     source = source.absolute()
     if not source.is_file():
         raise AssetValidationError(f"{source}: source mesh does not exist")
@@ -148,6 +182,7 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         support_region=support,
         provenance=provenance,
         normalized=True,
+        physics=physics,
     )
     folder = catalog.absolute() / options.asset_id
     collision_data = (

@@ -1,0 +1,78 @@
+"""``catalog import --mass/--density/--friction``: physics in the descriptor, one-line errors
+naming the flag, and the imported asset's mass in the simulator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import trimesh
+
+from runtime.cli import main
+from runtime.sim.contact import OBJECT_FRICTION
+from runtime.sim.geometry import package_geometry
+from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
+
+
+@pytest.fixture()
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "block.obj"
+    trimesh.creation.box((0.04, 0.04, 0.04)).export(path)
+    return path
+
+
+def _argv(source: Path, catalog: Path, *extra: str) -> list[str]:
+    return [
+        "catalog", "import", str(source), "--out", str(catalog), "--id", "b",
+        "--category", "block", "--log-level", "warning", *extra,
+    ]
+
+
+def test_physics_flags_land_in_the_descriptor(
+    tmp_path: Path, source: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog = tmp_path / "catalog"
+    assert main(_argv(source, catalog, "--mass", "0.25", "--friction", "0.7,0.02")) == 0
+    assert '  physics: {"friction": {"sliding": 0.7, "torsional": 0.02}, "mass_kg": 0.25}\n' in (
+        capsys.readouterr().out
+    )
+    manifest = json.loads((catalog / "b" / "asset.catalog.json").read_text())
+    assert manifest["descriptor"]["physics"] == {
+        "mass_kg": 0.25, "friction": {"sliding": 0.7, "torsional": 0.02}
+    }
+    assert main(["catalog", "check", str(catalog), "--log-level", "warning"]) == 0
+    geometry = package_geometry("item", catalog / "b" / "asset.catalog.json", 500.0)
+    assert (geometry.mass, geometry.friction) == (0.25, (0.7, 0.02, OBJECT_FRICTION[2]))
+    dense = tmp_path / "dense"
+    assert main(_argv(source, dense, "--density", "1200")) == 0
+    manifest = json.loads((dense / "b" / "asset.catalog.json").read_text())
+    assert manifest["descriptor"]["physics"] == {"density_kg_m3": 1200.0}
+    plain = tmp_path / "plain"
+    assert main(_argv(source, plain)) == 0
+    assert "physics" not in json.loads((plain / "b" / "asset.catalog.json").read_text())[
+        "descriptor"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--mass", "-1"], "--mass: must be positive, got -1.0"),
+        (["--mass", "1", "--density", "800"], "--density: give --mass or --density, not both"),
+        (["--density", "0"], "--density: must be positive, got 0.0"),
+        (["--friction", "a,b"], "--friction: expected SLIDING[,TORSIONAL[,ROLLING]] numbers, "
+         "got 'a,b'"),
+        (["--friction", "1,0.1,0.1,0.1"], "--friction: expected SLIDING[,TORSIONAL[,ROLLING]], "
+         "got 4 numbers"),
+        (["--friction", "0.5,-1"], "--friction (torsional): must not be negative, got -1.0"),
+    ],
+)
+def test_bad_physics_flags_are_one_line_errors(
+    tmp_path: Path, source: Path, capsys: pytest.CaptureFixture[str],
+    flags: list[str], message: str,
+) -> None:
+    catalog = tmp_path / "catalog"
+    assert main(_argv(source, catalog, *flags)) == 2
+    assert capsys.readouterr().err == f"assetcast: error: {message}\n"
+    assert not catalog.exists()
