@@ -3,6 +3,8 @@ summary it prints."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -53,3 +55,66 @@ def test_prepare_refuses_unregistered_names_and_suggests_close_ones(
         "import the module that registers them (--plugin MODULE)\n"
     )
     assert not (tmp_path / "a.db").exists() and not (tmp_path / "out").exists()
+
+
+def _broken_copies(catalog: Path, target: Path, count: int) -> None:
+    """``count`` copies of a demo block whose descriptor has a negative mass."""
+    for index in range(count):
+        folder = target / f"heavy-{index}"
+        shutil.copytree(catalog / "block-040", folder)
+        manifest = json.loads((folder / "asset.catalog.json").read_text())
+        manifest["descriptor"]["asset_id"] = f"heavy-{index}"
+        manifest["descriptor"]["physics"] = {"mass_kg": -1}
+        (folder / "asset.catalog.json").write_text(json.dumps(manifest))
+
+
+def test_prepare_prints_per_role_counts_and_top_rejection_reasons(
+    tmp_path: Path, catalog: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mixed = tmp_path / "mixed"
+    shutil.copytree(catalog, mixed)
+    _broken_copies(catalog, mixed, 3)
+    task = tmp_path / "task.yaml"
+    task.write_text(demo_task_text(), encoding="utf-8")
+    argv = [
+        "prepare", str(task), "--catalog", f"item={mixed}", "--catalog", f"bin={catalog}",
+        "--out", str(tmp_path / "out"), "--db", f"sqlite:///{tmp_path / 'a.db'}",
+        "--log-level", "warning", "--candidates-per-role", "40",
+    ]
+    capsys.readouterr()
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:4] == [
+        "role bin: saw 27 candidate(s), prepared 27, rejected 0",
+        "role item: saw 30 candidate(s), prepared 27, rejected 3",
+        "  3 x descriptor.physics.mass_kg: must be positive, got -1",
+    ]
+    assert lines[4].startswith("  batch 0000  ")
+    # Under a cap the summary says so; the broken packages rank last and are not drawn.
+    assert main([*argv[:-2], "--candidates-per-role", "5", "--out", str(tmp_path / "o2")]) == 0
+    assert capsys.readouterr().out.splitlines()[1:3] == [
+        "role bin: saw 5 candidate(s) (limit 5), prepared 5, rejected 0",
+        "role item: saw 5 candidate(s) (limit 5), prepared 5, rejected 0",
+    ]
+
+
+def test_a_failed_preparation_still_prints_the_summary(
+    tmp_path: Path, catalog: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken"
+    _broken_copies(catalog, broken, 2)
+    task = tmp_path / "task.yaml"
+    task.write_text(demo_task_text(), encoding="utf-8")
+    capsys.readouterr()
+    assert main([
+        "prepare", str(task), "--catalog", f"item={broken}", "--catalog", f"bin={catalog}",
+        "--out", str(tmp_path / "out"), "--db", f"sqlite:///{tmp_path / 'a.db'}",
+        "--log-level", "warning",
+    ]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "role bin: saw 27 candidate(s), prepared 27, rejected 0",
+        "role item: saw 2 candidate(s), prepared 0, rejected 2",
+        "  2 x descriptor.physics.mass_kg: must be positive, got -1",
+    ]
+    assert " failed: " in captured.err
