@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import structlog
+
 from domain.asset_physics import FRICTION_KINDS, AssetPhysics
 from domain.assets import AssetDescriptor, Bounds3D, JsonScalar
 from domain.canonical import sha256_hex
@@ -31,13 +34,24 @@ from runtime.assets.importing.regions import (
 )
 from runtime.assets.importing.source_files import CarriedFiles, carry_obj_references
 from runtime.assets.importing.urdf import load_urdf
+from runtime.assets.importing.visual import (
+    MTL_NAME,
+    VisualMesh,
+    load_visual,
+    transformed,
+    visual_obj_bytes,
+)
 from runtime.assets.importing.writing import mesh_file, package_files, write_package
 from runtime.assets.package import MAX_PACKAGE_BYTES
 from runtime.inputs.reading import read_inside
 
 __all__ = ["ImportOptions", "ImportResult", "import_asset"]
 
+log = structlog.get_logger(__name__)
+
 IMPORTER = "assetcast catalog import 1"
+#: How far the textured parts' box may lie from the welded mesh's (float noise of welding).
+VISUAL_BOUNDS_TOLERANCE_M = 1e-7
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -127,6 +141,32 @@ def _physics(options: ImportOptions) -> AssetPhysics | None:
         raise AssetValidationError(f"{flag}: {detail}") from None
 
 
+def _visual(
+    source: Path, oriented: OrientedMesh, carried: CarriedFiles, options: ImportOptions
+) -> VisualMesh | None:
+    """The source's textured parts in the package frame, or None (geometry only): none to
+    keep, a URDF, or parts whose bounds are not the welded mesh's (vertices only degenerate
+    faces used), which would break the normalized frame."""
+    if oriented.source_format == "urdf":
+        return None
+    found = load_visual(
+        source, oriented.source_format, limits=options.limits,
+        carried_files=carried.files, mtllibs=carried.mtllibs,
+    )
+    if found is None:
+        return None
+    placed = transformed(found, oriented.transform)
+    vertices = placed.vertices
+    deviation = max(
+        float(np.max(np.abs(vertices.min(axis=0) - oriented.mesh.bounds[0]))),
+        float(np.max(np.abs(vertices.max(axis=0) - oriented.mesh.bounds[1]))),
+    )
+    if deviation > VISUAL_BOUNDS_TOLERANCE_M:
+        log.info("import.visual_dropped", source=str(source), deviation_m=deviation)
+        return None
+    return placed
+
+
 def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportResult:
     """Import ``source`` as ``catalog/<asset_id>``; bad input is AssetValidationError."""
     if not SAFE_ID.fullmatch(options.asset_id):
@@ -157,8 +197,19 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         carry_obj_references(source, drop_missing=options.drop_missing_references)
         if oriented.source_format == "obj" else CarriedFiles()
     )
-    mesh_data = mesh_file(oriented.mesh, mtllibs=carried.mtllibs, material=carried.material)
+    visual = _visual(source, oriented, carried, options)
     provenance = _provenance(source, digest, oriented, carried)
+    if visual is not None:
+        mesh_data = visual_obj_bytes(visual)
+        provenance["visual"] = (
+            "the source's UVs, normals and materials per part; collision.obj is the welded mesh"
+        )
+        if oriented.source_format != "obj":
+            provenance["materials"] = (
+                f"base colour and texture converted to {MTL_NAME} and PNG files"
+            )
+    else:
+        mesh_data = mesh_file(oriented.mesh, mtllibs=carried.mtllibs, material=carried.material)
     estimated: dict[str, Any] = {}
     container = support = None
     if options.container:
@@ -177,7 +228,7 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         category=options.category,
         attributes=dict(options.attributes),
         capabilities=tuple(options.capabilities),
-        bounds_m=_bounds(oriented.mesh.vertices),
+        bounds_m=_bounds(visual.vertices if visual is not None else oriented.mesh.vertices),
         container_region=container,
         support_region=support,
         provenance=provenance,
@@ -185,11 +236,14 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         physics=physics,
     )
     folder = catalog.absolute() / options.asset_id
+    collision = oriented.collision
+    if collision is None and visual is not None:
+        collision = oriented.mesh  # the visual keeps its seams; collision needs the weld
     collision_data = (
-        None if oriented.collision is None
-        else mesh_file(oriented.collision, mtllibs=[], material=None)
+        None if collision is None else mesh_file(collision, mtllibs=[], material=None)
     )
-    files = package_files(descriptor, mesh_data, carried.files, collision=collision_data)
+    extra = {**carried.files, **(visual.files if visual is not None else {})}
+    files = package_files(descriptor, mesh_data, extra, collision=collision_data)
     written = write_package(folder, files)
     return ImportResult(
         folder, descriptor, written, len(oriented.mesh.faces), len(oriented.mesh.vertices)
