@@ -118,3 +118,26 @@ def test_a_failed_preparation_still_prints_the_summary(
         "  2 x descriptor.physics.mass_kg: must be positive, got -1",
     ]
     assert " failed: " in captured.err
+
+
+def test_the_prepare_api_refuses_unregistered_names_too(tmp_path: Path, catalog: Path) -> None:
+    from domain.config import CollectionConfig
+    from domain.errors import AssetcastInputError
+    from runtime.assets.providers import DirectoryAssetProvider
+    from runtime.prepare import prepare
+    from store import InMemoryEventStore
+
+    task = tmp_path / "task.yaml"
+    task.write_text(
+        demo_task_text().replace("{skill: place,", "{skill: plase,", 1), encoding="utf-8"
+    )
+    store = InMemoryEventStore()
+    provider = DirectoryAssetProvider(catalog)
+    with pytest.raises(AssetcastInputError) as caught:
+        prepare(task, {"item": provider, "bin": provider}, cfg=CollectionConfig(),
+                output_dir=tmp_path / "out", store=store)
+    assert str(caught.value) == (
+        f"{task}: the task uses skill 'plase' (did you mean 'place'?), not registered in this "
+        "process; import the module that registers them (--plugin MODULE)"
+    )
+    assert store.list_runs() == [] and not (tmp_path / "out").exists()
