@@ -76,3 +76,57 @@ def test_bad_physics_flags_are_one_line_errors(
     assert main(_argv(source, catalog, *flags)) == 2
     assert capsys.readouterr().err == f"assetcast: error: {message}\n"
     assert not catalog.exists()
+
+
+def _urdf(tmp_path: Path, body_mass: str, handle_mass: str) -> Path:
+    """pybullet style: <contact> friction and <inertial> mass per link, a fixed handle."""
+    path = tmp_path / "mug.urdf"
+    path.write_text(
+        '<robot name="mug">'
+        '<link name="base"><contact><lateral_friction value="0.8"/>'
+        '<rolling_friction value="0.0"/><inertia_scaling value="3.0"/></contact>'
+        f'<inertial><mass value="{body_mass}"/></inertial>'
+        '<visual><geometry><box size="0.06 0.06 0.08"/></geometry></visual></link>'
+        f'<link name="handle"><inertial><mass value="{handle_mass}"/></inertial>'
+        '<visual><geometry><box size="0.02 0.01 0.04"/></geometry></visual></link>'
+        '<joint name="j" type="fixed"><parent link="base"/><child link="handle"/>'
+        '<origin xyz="0.04 0 0"/></joint></robot>'
+    )
+    return path
+
+
+def test_a_urdf_states_mass_and_friction_and_flags_override_them(tmp_path: Path) -> None:
+    from runtime.assets.importing import ImportOptions, import_asset
+
+    urdf = _urdf(tmp_path, ".3", "0.05")
+    stated = import_asset(urdf, tmp_path / "a", ImportOptions("mug", "mug")).descriptor
+    assert stated.to_dict()["physics"] == {
+        "mass_kg": pytest.approx(0.35), "friction": {"sliding": 0.8, "rolling": 0.0}
+    }
+    assert stated.provenance["physics_from"] == {
+        "mass_kg": "URDF <inertial><mass> (sum over links)",
+        "friction.sliding": "URDF <contact><lateral_friction> of link 'base'",
+        "friction.rolling": "URDF <contact><rolling_friction> of link 'base'",
+    }
+    overridden = import_asset(
+        urdf, tmp_path / "b",
+        ImportOptions("mug", "mug", density_kg_m3=900.0, friction=(0.4,)),
+    ).descriptor
+    assert overridden.to_dict()["physics"] == {
+        "density_kg_m3": 900.0, "friction": {"sliding": 0.4, "rolling": 0.0}
+    }
+    assert overridden.provenance["physics_from"]["friction.sliding"] == "--friction"
+    static = import_asset(
+        _urdf(tmp_path, "0", "0"), tmp_path / "c", ImportOptions("tray", "tray")
+    ).descriptor  # pybullet's "static" mass 0 is not a weight
+    assert static.to_dict()["physics"] == {"friction": {"sliding": 0.8, "rolling": 0.0}}
+
+
+def test_a_negative_urdf_mass_is_refused_naming_the_link(tmp_path: Path) -> None:
+    from domain.errors import AssetValidationError
+    from runtime.assets.importing import ImportOptions, import_asset
+
+    urdf = _urdf(tmp_path, "0.3", "-1")
+    with pytest.raises(AssetValidationError) as caught:
+        import_asset(urdf, tmp_path / "a", ImportOptions("mug", "mug"))
+    assert str(caught.value) == f"{urdf}: link 'handle': inertial mass: must not be negative"

@@ -112,7 +112,7 @@ def _provenance(
     return provenance
 
 
-def _physics(options: ImportOptions) -> AssetPhysics | None:
+def _flag_physics(options: ImportOptions) -> dict[str, Any]:
     """``--mass``/``--density``/``--friction`` as descriptor physics; errors name the flag."""
     flags = {"mass_kg": "--mass", "density_kg_m3": "--density", "friction": "--friction"}
     raw: dict[str, Any] = {}
@@ -127,18 +127,47 @@ def _physics(options: ImportOptions) -> AssetPhysics | None:
                 f"{len(options.friction)} numbers"
             )
         raw["friction"] = dict(zip(FRICTION_KINDS, options.friction, strict=False))
-    if not raw:
-        return None
     if "mass_kg" in raw and "density_kg_m3" in raw:
         raise AssetValidationError("--density: give --mass or --density, not both")
+    if not raw:
+        return raw
     try:
-        return AssetPhysics.from_dict(raw, path="physics")
+        AssetPhysics.from_dict(raw, path="physics")
     except AssetValidationError as error:
         text = str(error).removeprefix("physics.")
         field_name, _, detail = text.partition(": ")
         head, _, kind = field_name.partition(".")
         flag = flags.get(head, head) + (f" ({kind})" if kind else "")
         raise AssetValidationError(f"{flag}: {detail}") from None
+    return raw
+
+
+def _physics(
+    flags: dict[str, Any], stated: dict[str, Any], stated_source: dict[str, str], label: str
+) -> tuple[AssetPhysics | None, dict[str, str]]:
+    """The flags' physics over what the source states (a URDF's mass and friction): a flag
+    wins per value, and ``--mass``/``--density`` replace a stated mass."""
+    merged: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    if "mass_kg" in stated and not ({"mass_kg", "density_kg_m3"} & set(flags)):
+        merged["mass_kg"], source["mass_kg"] = stated["mass_kg"], stated_source["mass_kg"]
+    friction = dict(stated.get("friction", {}))
+    for kind in friction:
+        source[f"friction.{kind}"] = stated_source[f"friction.{kind}"]
+    for key in ("mass_kg", "density_kg_m3"):
+        if key in flags:
+            merged[key] = flags[key]
+            source[key] = {"mass_kg": "--mass", "density_kg_m3": "--density"}[key]
+    for kind, value in flags.get("friction", {}).items():
+        friction[kind], source[f"friction.{kind}"] = value, "--friction"
+    if friction:
+        merged["friction"] = friction
+    if not merged:
+        return None, {}
+    try:
+        return AssetPhysics.from_dict(merged, path="physics", source=label), source
+    except AssetValidationError as error:  # a stated value the flags did not replace
+        raise AssetValidationError(f"{error} (override it with --mass/--friction)") from None
 
 
 def _visual(
@@ -174,7 +203,7 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
             f"--id: {options.asset_id!r} must be letters, digits, '.', '_' or '-' "
             "(it names the package folder)"
         )
-    physics = _physics(options)
+    flag_physics = _flag_physics(options)
     source = source.absolute()
     if not source.is_file():
         raise AssetValidationError(f"{source}: source mesh does not exist")
@@ -182,17 +211,20 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         read_inside(source.parent, source.name, limit=MAX_PACKAGE_BYTES, error=AssetValidationError)
     )
     if source.suffix.lower() == ".urdf":
-        visual, collision = load_urdf(source, options.limits)
+        urdf = load_urdf(source, options.limits)
+        stated_physics, stated_source = urdf.physics, urdf.physics_source
         oriented = orient(
-            visual, collision, label=str(source), source_format="urdf",
+            urdf.visual, urdf.collision, label=str(source), source_format="urdf",
             up=options.up or "z", up_source="--up" if options.up else "URDF convention (z up)",
             scale=options.scale, centring=options.centring,
         )
     else:
+        stated_physics, stated_source = {}, {}
         oriented = load_oriented(
             source, up=options.up, scale=options.scale, centring=options.centring,
             limits=options.limits,
         )
+    physics, physics_source = _physics(flag_physics, stated_physics, stated_source, str(source))
     carried = (
         carry_obj_references(source, drop_missing=options.drop_missing_references)
         if oriented.source_format == "obj" else CarriedFiles()
@@ -223,6 +255,8 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         estimated["pouring"] = {"estimated": True, "method": "inner rim radius by ray casts"}
     if estimated:
         provenance["estimated"] = estimated
+    if physics_source:
+        provenance["physics_from"] = physics_source
     descriptor = AssetDescriptor(
         asset_id=options.asset_id,
         category=options.category,

@@ -13,7 +13,9 @@ did not copy).
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import trimesh
@@ -147,9 +149,64 @@ def _placements(robot: ElementTree.Element, path: Path) -> dict[str, np.ndarray]
     return placements
 
 
-def load_urdf(path: Path, limits: MeshLimits) -> tuple[trimesh.Trimesh, trimesh.Trimesh | None]:
-    """(visual, collision) of the URDF's links merged through their fixed joints, in the root
-    link's frame; the visual falls back to the collision."""
+#: pybullet's ``<contact>`` children -> descriptor friction kinds.
+CONTACT_FRICTION = {
+    "lateral_friction": "sliding",
+    "spinning_friction": "torsional",
+    "rolling_friction": "rolling",
+}
+
+
+@dataclass(frozen=True)
+class UrdfObject:
+    """The merged geometry, and what the URDF says about physics (descriptor ``physics``
+    keys: ``mass_kg`` the sum of the links' ``<inertial><mass>``, ``friction`` from pybullet's
+    ``<contact>``), with where each value came from."""
+
+    visual: trimesh.Trimesh
+    collision: trimesh.Trimesh | None
+    physics: dict[str, Any]
+    physics_source: dict[str, str]
+
+
+def _scalar(element: ElementTree.Element | None, where: str) -> float | None:
+    if element is None:
+        return None
+    [value] = _numbers(element.get("value"), 1, 0.0, where)
+    return value
+
+
+def _physics(robot: ElementTree.Element, path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """Mass and friction as the URDF states them. A total mass of zero is pybullet's way of
+    saying "static" (a tray bolted to the world), not a weight: it is left out."""
+    physics: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    masses = []
+    friction: dict[str, float] = {}
+    for link in robot.findall("link"):
+        name = link.get("name")
+        where = f"{path}: link {name!r}"
+        mass = _scalar(link.find("inertial/mass"), f"{where}: inertial mass")
+        if mass is not None:
+            if mass < 0:
+                raise AssetValidationError(f"{where}: inertial mass: must not be negative")
+            masses.append(mass)
+        for tag, kind in CONTACT_FRICTION.items():
+            value = _scalar(link.find(f"contact/{tag}"), f"{where}: contact {tag}")
+            if value is not None and kind not in friction and (value > 0 or kind != "sliding"):
+                friction[kind] = value
+                source[f"friction.{kind}"] = f"URDF <contact><{tag}> of link {name!r}"
+    if masses and sum(masses) > 0:
+        physics["mass_kg"] = float(sum(masses))
+        source["mass_kg"] = "URDF <inertial><mass> (sum over links)"
+    if friction:
+        physics["friction"] = friction
+    return physics, source
+
+
+def load_urdf(path: Path, limits: MeshLimits) -> UrdfObject:
+    """The URDF's links merged through their fixed joints, in the root link's frame (the
+    visual falls back to the collision), and its stated physics."""
     data = read_inside(path.parent, path.name, limit=MAX_URDF_BYTES, error=AssetValidationError)
     if b"<!ENTITY" in data or b"<!DOCTYPE" in data:
         raise AssetValidationError(f"{path}: DOCTYPE/ENTITY declarations are not accepted")
@@ -174,6 +231,7 @@ def load_urdf(path: Path, limits: MeshLimits) -> tuple[trimesh.Trimesh, trimesh.
     visual, collision = merged["visual"], merged["collision"]
     if visual is None and collision is None:
         raise AssetValidationError(f"{path}: the links have no visual or collision geometry")
+    physics, source = _physics(robot, path)
     if visual is None:
-        return collision, None  # type: ignore[return-value]
-    return visual, collision
+        return UrdfObject(collision, None, physics, source)  # type: ignore[arg-type]
+    return UrdfObject(visual, collision, physics, source)
