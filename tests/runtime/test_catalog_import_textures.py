@@ -122,3 +122,20 @@ def test_glb_base_colour_without_texture_becomes_kd(
     mtl = (result.package_dir / "material.mtl").read_text().splitlines()
     assert mtl[0] == "newmtl material_000" and mtl[1].startswith("Kd ")
     assert mtl[2:] == ([] if colour[3] == 255 else [f"d {colour[3] / 255!r}"])
+
+
+def test_glb_primitives_sharing_an_image_share_one_png(tmp_path: Path) -> None:
+    left, right = _textured_box(), _textured_box()
+    right.apply_translation([0.05, 0, 0])
+    source = tmp_path / "pair.glb"
+    source.write_bytes(trimesh.Scene([left, right]).export(file_type="glb"))
+    result = import_asset(source, tmp_path / "catalog", ImportOptions("pair", "pair"))
+    names = sorted(p.name for p in result.package_dir.iterdir())
+    assert names == [
+        "asset.catalog.json", "collision.obj", "material.mtl", "mesh.obj", "texture_000.png"
+    ]
+    assert _lines(result.package_dir / "mesh.obj", "usemtl") == [
+        "usemtl material_000", "usemtl material_001"
+    ]
+    parts = load_visual_parts(result.package_dir / "mesh.obj", "pair")
+    assert len(parts) == 2 and all(np.array_equal(p.texture, PIXELS) for p in parts)

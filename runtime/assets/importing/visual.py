@@ -148,8 +148,14 @@ def _pbr_material(mesh: trimesh.Trimesh, index: int, files: dict[str, bytes]) ->
     name = f"material_{index:03d}"
     lines = [f"newmtl {name}"]
     if image is not None and _uv(mesh) is not None:
-        texture = f"{GENERATED_PREFIX}{index:03d}.png"
-        files[texture] = _png(image)
+        data = _png(image)
+        # Primitives sharing one image (a common glTF layout) share one PNG file.
+        texture = next(
+            (name for name, existing in files.items()
+             if name.startswith(GENERATED_PREFIX) and existing == data),
+            f"{GENERATED_PREFIX}{index:03d}.png",
+        )
+        files[texture] = data
         lines.append("Kd 1 1 1")
         lines.append(f"map_Kd {texture}")
     elif colour is not None:
