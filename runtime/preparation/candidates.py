@@ -90,6 +90,20 @@ def list_candidates(
     return items
 
 
+def listing_stats(provider: AssetProvider, listed: int) -> dict[str, int]:
+    """``available``/``duplicates`` of the provider's last listing (``last_listing``, kept by
+    the local providers), for ``CandidatesListed``; nothing from a provider without it, or
+    with numbers that cannot be true (outside code: never trusted blindly)."""
+    stats = getattr(provider, "last_listing", None)
+    available = getattr(stats, "available", None)
+    duplicates = getattr(stats, "duplicates", 0)
+    if not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (available, duplicates)
+    ) or available < listed:  # type: ignore[operator]
+        return {}
+    return {"available": available, "duplicates": duplicates}
+
+
 def materialize_candidate(
     provider: AssetProvider, candidate: AssetCandidate, context: PreparationContext
 ) -> PreparedAsset:

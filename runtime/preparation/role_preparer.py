@@ -14,7 +14,7 @@ from domain.assets import (
     PreparationContext,
     PreparedAsset,
 )
-from runtime.preparation.candidates import list_candidates, reuse_snapshot
+from runtime.preparation.candidates import list_candidates, listing_stats, reuse_snapshot
 from runtime.preparation.errors import ProviderMisbehaved
 from runtime.preparation.ledger import Ledger
 from runtime.preparation.logged_progress import LoggedProgress
@@ -63,6 +63,7 @@ class RolePreparer:
                     "query": self.query.to_dict(),
                     "limit": self.limit,
                     "candidate_ids": logged,
+                    **listing_stats(self.provider, len(logged)),
                 },
             )
         slots: list[PreparedAsset | None] = [None] * len(logged)

@@ -26,6 +26,8 @@ class RoleSummary:
     role: str
     listed: int = 0
     limit: int | None = None
+    available: int | None = None  # packages the provider considered before the cap
+    duplicates: int = 0
     prepared: int = 0
     rejected: int = 0
     listing_error: str | None = None
@@ -63,6 +65,8 @@ def role_summaries(events: Iterable[Any]) -> list[RoleSummary]:
         elif kind == "CandidatesListed":
             summary = role(payload["role"])
             summary.listed, summary.limit = len(payload["candidate_ids"]), int(payload["limit"])
+            summary.available = payload.get("available")
+            summary.duplicates = int(payload.get("duplicates", 0))
         elif kind == "CandidateListingFailed":
             role(payload["role"]).listing_error = f"{payload['error_type']}: {payload['detail']}"
         elif kind in ("CandidatePrepared", "CandidateRejected"):
@@ -89,9 +93,16 @@ def summary_lines(summaries: Iterable[RoleSummary]) -> list[str]:
         if summary.listing_error is not None:
             lines.append(f"role {summary.role}: listing failed: {summary.listing_error}")
             continue
-        capped = f" (limit {summary.limit})" if summary.listed == summary.limit else ""
+        notes = []
+        sampled = summary.available is not None and summary.available > summary.listed
+        if sampled or (summary.available is None and summary.listed == summary.limit):
+            notes.append(f"limit {summary.limit}")
+        if summary.duplicates:
+            notes.append(f"{summary.duplicates} duplicate(s) listed once")
+        noted = f" ({'; '.join(notes)})" if notes else ""
+        of = f" of {summary.available}" if sampled else ""
         lines.append(
-            f"role {summary.role}: saw {summary.listed} candidate(s){capped}, "
+            f"role {summary.role}: saw {summary.listed}{of} candidate(s){noted}, "
             f"prepared {summary.prepared}, rejected {summary.rejected}"
         )
         for reason, count in summary.top_reasons():

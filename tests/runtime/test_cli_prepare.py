@@ -93,8 +93,8 @@ def test_prepare_prints_per_role_counts_and_top_rejection_reasons(
     # Under a cap the summary says so; the broken packages rank last and are not drawn.
     assert main([*argv[:-2], "--candidates-per-role", "5", "--out", str(tmp_path / "o2")]) == 0
     assert capsys.readouterr().out.splitlines()[1:3] == [
-        "role bin: saw 5 candidate(s) (limit 5), prepared 5, rejected 0",
-        "role item: saw 5 candidate(s) (limit 5), prepared 5, rejected 0",
+        "role bin: saw 5 of 27 candidate(s) (limit 5), prepared 5, rejected 0",
+        "role item: saw 5 of 30 candidate(s) (limit 5), prepared 5, rejected 0",
     ]
 
 
@@ -141,3 +141,44 @@ def test_the_prepare_api_refuses_unregistered_names_too(tmp_path: Path, catalog:
         "process; import the module that registers them (--plugin MODULE)"
     )
     assert store.list_runs() == [] and not (tmp_path / "out").exists()
+
+
+def test_repeated_catalog_for_a_role_merges_and_counts_a_duplicate_once(
+    tmp_path: Path, catalog: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    shutil.copytree(catalog / "block-040", extra / "block-040")  # the same package again
+    shutil.copytree(catalog / "block-050", extra / "wide")
+    manifest = json.loads((extra / "wide" / "asset.catalog.json").read_text())
+    manifest["descriptor"]["asset_id"] = "block-050-heavy"
+    manifest["descriptor"]["physics"] = {"mass_kg": 0.4}
+    (extra / "wide" / "asset.catalog.json").write_text(json.dumps(manifest))
+    task = tmp_path / "task.yaml"
+    task.write_text(demo_task_text(), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    capsys.readouterr()
+    assert main([
+        "prepare", str(task), "--catalog", f"item={catalog}", "--catalog", f"item={extra}",
+        "--catalog", f"bin={catalog}", "--out", str(tmp_path / "out"), "--db", url,
+        "--log-level", "warning",
+    ]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:3] == [
+        "role bin: saw 27 candidate(s), prepared 27, rejected 0",
+        "role item: saw 28 candidate(s) (1 duplicate(s) listed once), prepared 28, rejected 0",
+    ]
+    from store.event_store import EventStore
+
+    store = EventStore(url)
+    [run] = store.list_runs()
+    events = store.read(run.run_id)
+    assert events[0].payload["providers"]["item"] == {
+        "kind": "directories", "roots": [str(catalog), str(extra)]
+    }
+    [listed] = [e.payload for e in events
+                if e.type == "CandidatesListed" and e.payload["role"] == "item"]
+    assert (listed["available"], listed["duplicates"]) == (28, 1)
+    assert "extra/wide" in listed["candidate_ids"]
+    assert "extra/block-040" not in listed["candidate_ids"]
+    assert f"{catalog.name}/block-040" in listed["candidate_ids"]

@@ -7,11 +7,12 @@ from runtime.assets.providers.description import LocalProvider, provider_from_de
 from runtime.assets.providers.directory import DirectoryAssetProvider
 from runtime.assets.providers.explicit import ExplicitAssetProvider
 from runtime.assets.providers.merged import MergedAssetProvider
-from runtime.assets.providers.ranking import rank_candidates, sample_key
+from runtime.assets.providers.ranking import ListingStats, rank_candidates, sample_key
 
 __all__ = [
     "DirectoryAssetProvider",
     "ExplicitAssetProvider",
+    "ListingStats",
     "LocalProvider",
     "MergedAssetProvider",
     "provider_from_description",

@@ -10,7 +10,7 @@ from domain.assets import AssetCandidate, AssetQuery, PreparationContext, Prepar
 from domain.errors import AssetValidationError
 from runtime.assets.package import MANIFEST_NAME
 from runtime.assets.providers.materialize import materialize_package
-from runtime.assets.providers.ranking import listing, rank_candidates
+from runtime.assets.providers.ranking import ListingStats, listing, rank_candidates
 
 
 class DirectoryAssetProvider:
@@ -22,6 +22,7 @@ class DirectoryAssetProvider:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).absolute()
+        self.last_listing: ListingStats | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "directory", "root": str(self.root)}
@@ -49,7 +50,9 @@ class DirectoryAssetProvider:
     def candidates(
         self, query: AssetQuery | None, limit: int, *, seed: int | None = None
     ) -> list[AssetCandidate]:
-        return rank_candidates(self.listings(), query, limit, seed)
+        listed = self.listings()
+        self.last_listing = ListingStats(len(listed))
+        return rank_candidates(listed, query, limit, seed)
 
     def materialize(self, candidate: AssetCandidate, context: PreparationContext) -> PreparedAsset:
         return materialize_package(candidate, context)

@@ -9,7 +9,7 @@ from typing import Any
 from domain.assets import AssetCandidate, AssetQuery, PreparationContext, PreparedAsset
 from runtime.assets.package import MANIFEST_NAME
 from runtime.assets.providers.materialize import materialize_package
-from runtime.assets.providers.ranking import listing, rank_candidates
+from runtime.assets.providers.ranking import ListingStats, listing, rank_candidates
 
 
 class ExplicitAssetProvider:
@@ -21,6 +21,7 @@ class ExplicitAssetProvider:
             path = Path(raw).absolute()
             dirs.append(path.parent if path.name == MANIFEST_NAME else path)
         self.package_dirs = tuple(dirs)
+        self.last_listing: ListingStats | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "explicit", "paths": [str(p) for p in self.package_dirs]}
@@ -28,7 +29,8 @@ class ExplicitAssetProvider:
     def candidates(
         self, query: AssetQuery | None, limit: int, *, seed: int | None = None
     ) -> list[AssetCandidate]:
-        listed = (listing(str(p), p) for p in self.package_dirs)
+        listed = [listing(str(p), p) for p in self.package_dirs]
+        self.last_listing = ListingStats(len(listed))
         return rank_candidates(listed, query, limit, seed)
 
     def materialize(self, candidate: AssetCandidate, context: PreparationContext) -> PreparedAsset:

@@ -28,7 +28,7 @@ from runtime.assets.package import (
 )
 from runtime.assets.providers.directory import DirectoryAssetProvider
 from runtime.assets.providers.materialize import materialize_package
-from runtime.assets.providers.ranking import rank_candidates
+from runtime.assets.providers.ranking import ListingStats, rank_candidates
 from runtime.assets.snapshot import content_digest
 from runtime.inputs.reading import read_inside
 
@@ -81,6 +81,7 @@ class MergedAssetProvider:
         self.catalogs = tuple(DirectoryAssetProvider(root) for root in roots)
         self.labels = _labels([c.root for c in self.catalogs])
         self.duplicates: list[tuple[str, str]] = []  # (skipped id, the id kept), last listing
+        self.last_listing: ListingStats | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "directories", "roots": [str(c.root) for c in self.catalogs]}
@@ -127,7 +128,9 @@ class MergedAssetProvider:
     def candidates(
         self, query: AssetQuery | None, limit: int, *, seed: int | None = None
     ) -> list[AssetCandidate]:
-        return rank_candidates(self.listings(), query, limit, seed)
+        listed = self.listings()
+        self.last_listing = ListingStats(len(listed), len(self.duplicates))
+        return rank_candidates(listed, query, limit, seed)
 
     def materialize(self, candidate: AssetCandidate, context: PreparationContext) -> PreparedAsset:
         return materialize_package(candidate, context)

@@ -16,6 +16,7 @@ seed draws the same sample. Without a seed ties keep the provider's order.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from domain.assets import AssetCandidate, AssetQuery
@@ -23,6 +24,16 @@ from domain.canonical import sha256_json
 from domain.errors import AssetValidationError
 from domain.fields import forbidden_character
 from runtime.assets.package import read_manifest
+
+
+@dataclass(frozen=True)
+class ListingStats:
+    """What a provider's last listing saw before its cap: every package it considered
+    (``available``) and the ones it listed once as duplicates of another. Local providers
+    keep it as ``last_listing``; preparation records it beside the listed ids."""
+
+    available: int
+    duplicates: int = 0
 
 
 def checked_id(candidate_id: str) -> str:
