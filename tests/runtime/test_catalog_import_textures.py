@@ -139,3 +139,29 @@ def test_glb_primitives_sharing_an_image_share_one_png(tmp_path: Path) -> None:
     ]
     parts = load_visual_parts(result.package_dir / "mesh.obj", "pair")
     assert len(parts) == 2 and all(np.array_equal(p.texture, PIXELS) for p in parts)
+
+
+def test_ply_vertex_colours_are_kept(tmp_path: Path) -> None:
+    box = trimesh.creation.box((0.03, 0.03, 0.02))
+    colours = np.tile([200, 30, 30, 255], (8, 1)).astype(np.uint8)
+    colours[:4] = [20, 40, 220, 255]
+    box.visual.vertex_colors = colours
+    source = tmp_path / "scan.ply"
+    box.export(source)
+    result = import_asset(source, tmp_path / "catalog", ImportOptions("scan", "block"))
+    package = result.package_dir
+    assert sorted(p.name for p in package.iterdir()) == [
+        "asset.catalog.json", "collision.obj", "mesh.obj"
+    ]
+    assert result.descriptor.provenance["materials"] == "vertex colours kept (v x y z r g b)"
+    written = trimesh.load(package / "mesh.obj", process=False)
+    assert written.visual.kind == "vertex"
+    assert {tuple(c[:3]) for c in written.visual.vertex_colors.tolist()} == {
+        (20, 40, 220), (200, 30, 30)
+    }
+    # The camera loader groups faces by colour: the faces wholly on one side keep it exactly.
+    parts = load_visual_parts(package / "mesh.obj", "ply-colours")
+    seen = {tuple(round(c * 255) for c in p.rgba[:3]) for p in parts}
+    assert {(20, 40, 220), (200, 30, 30)} <= seen
+    results = check_catalog(tmp_path / "catalog")
+    assert [r.ok for r in results] == [True], [r.reason for r in results]

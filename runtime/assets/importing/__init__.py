@@ -236,10 +236,12 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         provenance["visual"] = (
             "the source's UVs, normals and materials per part; collision.obj is the welded mesh"
         )
-        if oriented.source_format != "obj":
+        if oriented.source_format in ("glb", "gltf"):
             provenance["materials"] = (
                 f"base colour and texture converted to {MTL_NAME} and PNG files"
             )
+        elif oriented.source_format == "ply":
+            provenance["materials"] = "vertex colours kept (v x y z r g b)"
     else:
         mesh_data = mesh_file(oriented.mesh, mtllibs=carried.mtllibs, material=carried.material)
     estimated: dict[str, Any] = {}

@@ -12,6 +12,7 @@ material), under the very transform that put the welded mesh in the package fram
 * glTF / GLB: each primitive's ``baseColorFactor`` and ``baseColorTexture`` become an MTL
   (``material.mtl``: ``Kd``, ``d``, ``map_Kd``) and PNG files (``texture_NNN.png``, pixels
   re-encoded by Pillow, deterministic for a given Pillow version).
+* Vertex or face colours (a PLY scan, an OBJ's ``v x y z r g b``) become ``v x y z r g b``.
 
 A source with no UVs, no normals and no material keeps the geometry-only path (same bytes as
 before this module existed).
@@ -45,6 +46,7 @@ class VisualPart:
     uv: np.ndarray | None  # (n, 2), OBJ convention (v = 0 at the image's bottom)
     normals: np.ndarray | None  # (n, 3), unit
     material: str | None  # the usemtl name, None for no material
+    colors: np.ndarray | None = None  # (n, 3) uint8 vertex colours (``v x y z r g b``)
 
 
 @dataclass
@@ -112,7 +114,25 @@ def _compact(part: VisualPart) -> VisualPart:
         part.vertices[used], inverse.reshape(-1, 3).astype(np.int64),
         None if part.uv is None else part.uv[used],
         None if part.normals is None else part.normals[used], part.material,
+        None if part.colors is None else part.colors[used],
     )
+
+
+def _colours(mesh: trimesh.Trimesh) -> tuple[trimesh.Trimesh, np.ndarray | None]:
+    """Per-vertex RGB of a coloured mesh (a PLY scan, an OBJ with ``v x y z r g b``); face
+    colours become vertex colours of an unmerged copy (each face its own three vertices)."""
+    kind = getattr(mesh.visual, "kind", None)
+    if kind == "vertex":
+        return mesh, np.asarray(mesh.visual.vertex_colors, dtype=np.uint8)[:, :3]
+    if kind == "face":
+        faces = np.asarray(mesh.faces)
+        colours = np.asarray(mesh.visual.face_colors, dtype=np.uint8)[:, :3]
+        unmerged = trimesh.Trimesh(
+            vertices=np.asarray(mesh.vertices)[faces.reshape(-1)],
+            faces=np.arange(faces.size).reshape(-1, 3), process=False,
+        )
+        return unmerged, np.repeat(colours, 3, axis=0)
+    return mesh, None
 
 
 def _colour(values: Any) -> tuple[float, float, float, float] | None:
@@ -185,7 +205,7 @@ def load_visual(
 ) -> VisualMesh | None:
     """The source's visual parts in its own frame, or None when it has nothing beyond
     geometry (no UVs, normals or materials): then the welded mesh is the visual."""
-    if source_format not in ("obj", "glb", "gltf"):
+    if source_format not in ("obj", "glb", "gltf", "ply"):
         return None
     meshes = _meshes(path)
     limits.check(
@@ -198,17 +218,24 @@ def load_visual(
         if source_format == "obj":
             name = getattr(getattr(mesh.visual, "material", None), "name", None)
             material = name if name in defined else None
+        elif source_format == "ply":
+            material = None
         else:
             material = _pbr_material(mesh, index, visual.files)
+        coloured, colours = _colours(mesh)
+        if coloured is not mesh:  # unmerged for face colours: per-vertex data no longer fits
+            mesh, normals = coloured, None
         visual.parts.append(_compact(VisualPart(
             vertices=np.asarray(mesh.vertices, dtype=np.float64),
             faces=np.asarray(mesh.faces, dtype=np.int64),
-            uv=_uv(mesh), normals=normals, material=material,
+            uv=_uv(mesh), normals=normals, material=material, colors=colours,
         )))
     if MTL_NAME in visual.files:
         visual.mtllibs = [MTL_NAME]
     if not any(
-        p.uv is not None or p.normals is not None or p.material is not None for p in visual.parts
+        p.uv is not None or p.normals is not None or p.material is not None
+        or p.colors is not None
+        for p in visual.parts
     ):
         return None
     return visual
@@ -226,7 +253,9 @@ def transformed(visual: VisualMesh, matrix: np.ndarray) -> VisualMesh:
             turned = part.normals @ (rotation / scale).T
             lengths = np.linalg.norm(turned, axis=1, keepdims=True)
             normals = np.divide(turned, lengths, out=np.zeros_like(turned), where=lengths > 0)
-        parts.append(VisualPart(vertices, part.faces, part.uv, normals, part.material))
+        parts.append(
+            VisualPart(vertices, part.faces, part.uv, normals, part.material, part.colors)
+        )
     return VisualMesh(parts, list(visual.mtllibs), dict(visual.files))
 
 
@@ -238,7 +267,18 @@ def visual_obj_bytes(visual: VisualMesh) -> bytes:
     for part in visual.parts:
         if part.material is not None and visual.mtllibs:
             lines.append(f"usemtl {part.material}")
-        lines.extend(f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in part.vertices)
+        if part.colors is None:
+            lines.extend(
+                f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in part.vertices
+            )
+        else:
+            lines.extend(
+                f"v {float(x)!r} {float(y)!r} {float(z)!r} "
+                f"{r / 255:.6g} {g / 255:.6g} {b / 255:.6g}"
+                for (x, y, z), (r, g, b) in zip(
+                    part.vertices, part.colors.astype(int).tolist(), strict=True
+                )
+            )
         if part.uv is not None:
             lines.extend(f"vt {float(u)!r} {float(v)!r}" for u, v in part.uv)
         if part.normals is not None:
