@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runtime.cli import main
-from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
+from runtime.collection.demo_run import gantry_demo_task_text as demo_task_text
 from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 
 
