@@ -117,12 +117,15 @@ class MergedAssetProvider:
                     self.duplicates.append(
                         (listed[index].candidate_id, listed[kept[identity]].candidate_id)
                     )
-                    log.info(
+                    log.debug(
                         "catalog.duplicate_listed_once", skipped=listed[index].candidate_id,
                         kept=listed[kept[identity]].candidate_id, content_sha256=identity,
                     )
                 else:
                     kept[identity] = index
+        if skipped:
+            log.info("catalog.duplicates_listed_once", count=len(skipped),
+                     roots=[str(c.root) for c in self.catalogs])
         return [c for index, c in enumerate(listed) if index not in skipped]
 
     def candidates(
