@@ -130,3 +130,22 @@ def test_a_negative_urdf_mass_is_refused_naming_the_link(tmp_path: Path) -> None
     with pytest.raises(AssetValidationError) as caught:
         import_asset(urdf, tmp_path / "a", ImportOptions("mug", "mug"))
     assert str(caught.value) == f"{urdf}: link 'handle': inertial mass: must not be negative"
+
+
+def test_check_warns_when_a_mass_looks_like_grams(
+    tmp_path: Path, source: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog = tmp_path / "catalog"
+    assert main(_argv(source, catalog, "--mass", "350")) == 0  # a 4 cm cube of 350 kg
+    capsys.readouterr()
+    assert main(["catalog", "check", str(catalog), "--log-level", "warning"]) == 0
+    warns = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warn")]
+    assert warns == [
+        f"warn  {catalog / 'b'}: physics.mass_kg 350 kg over a collision volume of 64 cm^3 is "
+        "a density of 5.47e+06 kg/m^3, outside 5-25000: was it given in grams?"
+    ]
+    plausible = tmp_path / "plausible"
+    assert main(_argv(source, plausible, "--mass", "0.35")) == 0
+    capsys.readouterr()
+    assert main(["catalog", "check", str(plausible), "--log-level", "warning"]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("warn")]
