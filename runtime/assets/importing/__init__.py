@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import structlog
 
-from domain.asset_physics import FRICTION_KINDS, AssetPhysics
 from domain.assets import AssetDescriptor, Bounds3D, JsonScalar
 from domain.canonical import sha256_hex
 from domain.errors import AssetValidationError
@@ -27,6 +26,7 @@ from runtime.assets.importing.loading import (
     load_oriented,
     orient,
 )
+from runtime.assets.importing.physics import flag_physics_of, merged_physics
 from runtime.assets.importing.regions import (
     estimate_container,
     estimate_pouring,
@@ -112,64 +112,6 @@ def _provenance(
     return provenance
 
 
-def _flag_physics(options: ImportOptions) -> dict[str, Any]:
-    """``--mass``/``--density``/``--friction`` as descriptor physics; errors name the flag."""
-    flags = {"mass_kg": "--mass", "density_kg_m3": "--density", "friction": "--friction"}
-    raw: dict[str, Any] = {}
-    if options.mass_kg is not None:
-        raw["mass_kg"] = options.mass_kg
-    if options.density_kg_m3 is not None:
-        raw["density_kg_m3"] = options.density_kg_m3
-    if options.friction is not None:
-        if not 1 <= len(options.friction) <= len(FRICTION_KINDS):
-            raise AssetValidationError(
-                "--friction: expected SLIDING[,TORSIONAL[,ROLLING]], got "
-                f"{len(options.friction)} numbers"
-            )
-        raw["friction"] = dict(zip(FRICTION_KINDS, options.friction, strict=False))
-    if "mass_kg" in raw and "density_kg_m3" in raw:
-        raise AssetValidationError("--density: give --mass or --density, not both")
-    if not raw:
-        return raw
-    try:
-        AssetPhysics.from_dict(raw, path="physics")
-    except AssetValidationError as error:
-        text = str(error).removeprefix("physics.")
-        field_name, _, detail = text.partition(": ")
-        head, _, kind = field_name.partition(".")
-        flag = flags.get(head, head) + (f" ({kind})" if kind else "")
-        raise AssetValidationError(f"{flag}: {detail}") from None
-    return raw
-
-
-def _physics(
-    flags: dict[str, Any], stated: dict[str, Any], stated_source: dict[str, str], label: str
-) -> tuple[AssetPhysics | None, dict[str, str]]:
-    """The flags' physics over what the source states (a URDF's mass and friction): a flag
-    wins per value, and ``--mass``/``--density`` replace a stated mass."""
-    merged: dict[str, Any] = {}
-    source: dict[str, str] = {}
-    if "mass_kg" in stated and not ({"mass_kg", "density_kg_m3"} & set(flags)):
-        merged["mass_kg"], source["mass_kg"] = stated["mass_kg"], stated_source["mass_kg"]
-    friction = dict(stated.get("friction", {}))
-    for kind in friction:
-        source[f"friction.{kind}"] = stated_source[f"friction.{kind}"]
-    for key in ("mass_kg", "density_kg_m3"):
-        if key in flags:
-            merged[key] = flags[key]
-            source[key] = {"mass_kg": "--mass", "density_kg_m3": "--density"}[key]
-    for kind, value in flags.get("friction", {}).items():
-        friction[kind], source[f"friction.{kind}"] = value, "--friction"
-    if friction:
-        merged["friction"] = friction
-    if not merged:
-        return None, {}
-    try:
-        return AssetPhysics.from_dict(merged, path="physics", source=label), source
-    except AssetValidationError as error:  # a stated value the flags did not replace
-        raise AssetValidationError(f"{error} (override it with --mass/--friction)") from None
-
-
 def _visual(
     source: Path, oriented: OrientedMesh, carried: CarriedFiles, options: ImportOptions
 ) -> VisualMesh | None:
@@ -203,7 +145,7 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
             f"--id: {options.asset_id!r} must be letters, digits, '.', '_' or '-' "
             "(it names the package folder)"
         )
-    flag_physics = _flag_physics(options)
+    flag_physics = flag_physics_of(options.mass_kg, options.density_kg_m3, options.friction)
     source = source.absolute()
     if not source.is_file():
         raise AssetValidationError(f"{source}: source mesh does not exist")
@@ -224,7 +166,9 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
             source, up=options.up, scale=options.scale, centring=options.centring,
             limits=options.limits,
         )
-    physics, physics_source = _physics(flag_physics, stated_physics, stated_source, str(source))
+    physics, physics_source = merged_physics(
+        flag_physics, stated_physics, stated_source, str(source)
+    )
     carried = (
         carry_obj_references(source, drop_missing=options.drop_missing_references)
         if oriented.source_format == "obj" else CarriedFiles()
