@@ -1,8 +1,10 @@
 """``catalog import``: one source mesh in, one normalized asset package out.
 
 One interface (:func:`import_asset`), one module per step: ``loading`` (orientation,
-scale, welding, origin), ``regions`` (container and support estimates), ``source_files``
-(the MTL/texture files an OBJ refers to) and ``writing`` (deterministic package bytes).
+scale, welding, origin), ``urdf`` (links merged through fixed joints, stated physics),
+``visual`` (UVs, normals, materials, colours), ``regions`` (container and support
+estimates), ``physics`` (flags over stated mass and friction), ``source_files`` (the
+MTL/texture files an OBJ refers to) and ``writing`` (deterministic package bytes).
 """
 
 from __future__ import annotations
