@@ -157,6 +157,15 @@ def _import_flags(parser: argparse.ArgumentParser) -> None:
         "--pouring", action="store_true",
         help="estimate provenance.pouring (mouth/opening radius) from the inner rim",
     )
+    parser.add_argument("--mass", type=float, metavar="KG", help="the asset's mass")
+    parser.add_argument(
+        "--density", type=float, metavar="KG_M3",
+        help="density times the mesh volume gives the mass (default: the task's density)",
+    )
+    parser.add_argument(
+        "--friction", metavar="S[,T[,R]]",
+        help="sliding[,torsional[,rolling]] friction (default: the simulator's)",
+    )
     parser.add_argument(
         "--drop-missing-references", action="store_true",
         help="remove references to missing MTL/texture files (recorded in provenance)",
