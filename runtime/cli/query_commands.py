@@ -202,11 +202,13 @@ def _audit_table(report: dict[str, Any]) -> None:
                 len(a["batches"]),
                 f"{a['episodes_accepted']}/{a['episodes_attempted']}",
                 f"{a['episode_seconds'] / a['episodes_timed']:.2f}" if a["episodes_timed"] else "",
+                "; ".join(f"{why} x{n}" for why, n in a["episode_rejections"].items()),
                 f"{len(a['rejections'])} {' '.join(reasons)}".strip(),
             ]
         )
     out_block(table(
-        ["asset", "sha256", "roles", "runs", "batches", "accepted", "s/episode", "rejections"],
+        ["asset", "sha256", "roles", "runs", "batches", "accepted", "s/episode",
+         "episode rejections", "preparation rejections"],
         rows,
     ))
     for candidate in report["unprepared_candidates"]:
