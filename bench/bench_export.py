@@ -32,8 +32,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
-from runtime.collect import collect  # noqa: E402
-from runtime.collect_support.demo_run import prepare_demo_run, write_catalog  # noqa: E402
+from runtime.collection import collect  # noqa: E402
+from runtime.collection.demo_run import prepare_demo_run, write_catalog  # noqa: E402
 from runtime.export.dataset import DatasetSpec, build_version  # noqa: E402
 from runtime.export.episodes import read_source  # noqa: E402
 from runtime.logging import configure_logging  # noqa: E402

@@ -23,15 +23,15 @@ from typing import Any
 import structlog
 
 from domain.errors import AssetcastInputError
-from runtime.collect import (
+from runtime.collection import (
     CollectionResult,
     collect,
     end_session,
     refuse_bad_collection_input,
     run_collection,
 )
-from runtime.collect_support.plan import plan_from_state
-from runtime.collect_support.recordings import verify_committed
+from runtime.collection.plan import plan_from_state
+from runtime.collection.recordings import verify_committed
 from runtime.session import CollectorSession
 from store.records import NewEvent
 

@@ -21,7 +21,7 @@ import structlog
 
 from domain.errors import AssetcastError
 from domain.state import Folder
-from runtime.collect_support.recordings import committed_files, episode_file_name
+from runtime.collection.recordings import committed_files, episode_file_name
 from runtime.files import file_sha256
 from store.projections.audit import EventLike
 

@@ -133,7 +133,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from runtime.cli.dataset_commands import dataset_specs
-    from runtime.collect import collect
+    from runtime.collection import collect
 
     datasets = dataset_specs(args.dataset)
     store, prepared = _prepare(args, "run")
@@ -147,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     from runtime.cli.dataset_commands import dataset_specs
-    from runtime.collect import collect
+    from runtime.collection import collect
 
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")

@@ -41,7 +41,7 @@ def _child(db_url: str, run_id: str, mode: str, spawned_at: float) -> None:
     from runtime.logging import configure_logging
 
     configure_logging(level="warning")
-    from runtime.collect import collect
+    from runtime.collection import collect
     from runtime.resume import resume
     from store import EventStore
 
@@ -128,7 +128,7 @@ def _outcome(
 def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
     tmp_path: Path, robot: str
 ) -> None:
-    from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
+    from runtime.collection.demo_run import prepare_demo_run, write_catalog
     from store import EventStore
 
     batches, episodes, min_kills, max_attempts = PROFILES[robot]

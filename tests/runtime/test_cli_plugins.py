@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
+from runtime.collection.demo_run import gantry_demo_task_text as demo_task_text
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = '''

@@ -10,7 +10,7 @@ import pytest
 
 from domain.state import fold
 from domain.task import CheckSpec
-from runtime.collect import CollectionRefused, collect, default_environment_factory
+from runtime.collection import CollectionRefused, collect, default_environment_factory
 from runtime.files import report_text
 from runtime.seeds import episode_seed
 from store.projections.collection_report import collection_report

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from domain.state import fold
-from runtime.collect import CollectionRefused, collect, default_environment_factory
-from runtime.collect_support.recordings import CommittedTrajectoryMissing
+from runtime.collection import CollectionRefused, collect, default_environment_factory
+from runtime.collection.recordings import CommittedTrajectoryMissing
 from runtime.files import report_text
 from runtime.resume import NothingToResume, resume
 from store.projections.collection_report import collection_report

@@ -10,8 +10,8 @@ import pytest
 
 from domain.config import CollectionConfig
 from runtime.assets.demo_catalog import write_demo_catalog
-from runtime.collect import collect
-from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
+from runtime.collection import collect
+from runtime.collection.demo_run import gantry_demo_task_text as demo_task_text
 from runtime.prepare import prepare, providers_from_catalog_args
 from runtime.verify import verify_events
 from store.memory import InMemoryEventStore

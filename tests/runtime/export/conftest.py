@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
+from runtime.collection.demo_run import prepare_demo_run, write_catalog
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class CollectedRun:
 
 @pytest.fixture(scope="session")
 def collected(tmp_path_factory: pytest.TempPathFactory) -> CollectedRun:
-    from runtime.collect import collect
+    from runtime.collection import collect
     from store import EventStore
 
     root = tmp_path_factory.mktemp("export-run")

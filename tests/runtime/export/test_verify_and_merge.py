@@ -75,8 +75,8 @@ def test_verify_robomimic_file(collected: CollectedRun, tmp_path: Path) -> None:
 def test_merging_two_runs_gives_one_consistent_episode_index(
     collected: CollectedRun, tmp_path: Path
 ) -> None:
-    from runtime.collect import collect
-    from runtime.collect_support.demo_run import prepare_demo_run
+    from runtime.collection import collect
+    from runtime.collection.demo_run import prepare_demo_run
 
     store = collected.store()
     second = prepare_demo_run(store, tmp_path / "second", collected.catalog, batches=1,
