@@ -100,6 +100,9 @@ OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
     "EpisodeJudged": {"duration_s": _F},
     "TrajectoryCommitted": {"files": _L, "duration_s": _F},
     "ResetSubmitted": {"duration_s": _F},
+    # --keep-rejected: the rejected episode's files kept under rejected/, each {camera (str or
+    # null), modality ("trajectory" or a camera's), path, bytes, sha256}.
+    "TrajectoryDiscarded": {"kept": _L},
 }
 
 NULLABLE: dict[str, frozenset[str]] = {
