@@ -237,6 +237,13 @@ def cmd_forensics(args: argparse.Namespace) -> int:
             f"session {s['session_id']} ({s['kind']}, pid {s['pid']} on {s['host']}, "
             f"from #{s['started']['seq']}): {status}; {env}"
         )
+    in_flight = report.get("in_flight_episode")
+    if in_flight:
+        out(
+            f"in-flight episode: batch {in_flight['batch_index']} episode "
+            f"{in_flight['episode_index']} (session {in_flight['session_id']} died running it; "
+            "the log holds nothing of an episode until it is done)"
+        )
     episode = report["interrupted_episode"]
     if episode:
         out(
@@ -249,10 +256,15 @@ def cmd_forensics(args: argparse.Namespace) -> int:
         where = ""
         if failure.get("batch_index") is not None:
             where = f" at batch {failure['batch_index']} episode {failure.get('episode_index')}"
-        out(f"failure #{failure['seq']} in {failure['phase']}{where}: "
-            f"{failure['error_type']}: {failure['detail']}")
-        if failure.get("traceback"):
-            out_block(str(failure["traceback"]).rstrip())
+        if failure["error_type"] == "KeyboardInterrupt":
+            # Someone pressed Ctrl-C: where it stopped is the whole story, not a traceback.
+            out(f"interrupted (Ctrl-C) #{failure['seq']} in {failure['phase']}{where}; "
+                f"continue with: assetcast resume {args.run_id}")
+        else:
+            out(f"failure #{failure['seq']} in {failure['phase']}{where}: "
+                f"{failure['error_type']}: {failure['detail']}")
+            if failure.get("traceback"):
+                out_block(str(failure["traceback"]).rstrip())
     for r in report["resumes"]:
         out(f"resumed #{r['seq']}: {r['from_state']} -> {r['to_state']} "
             f"by session {r['session_id']}")

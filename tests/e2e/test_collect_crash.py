@@ -80,26 +80,6 @@ def _finish(proc: subprocess.Popen[str], what: str) -> dict[str, Any]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _content_digest(path: Path) -> str:
-    """The trajectory's arrays and metadata, without the run id (which a trajectory names, so
-    two runs of one task and seed differ in it, while a resumed run keeps its own)."""
-    import hashlib
-
-    import torch
-
-    payload = torch.load(path, weights_only=True)
-    digest = hashlib.sha256()
-    for key in sorted(payload):
-        value = payload[key]
-        if key == "metadata":
-            metadata = json.loads(value)
-            metadata.pop("run_id")
-            digest.update(json.dumps(metadata, sort_keys=True).encode())
-        else:
-            digest.update(key.encode() + value.numpy().tobytes())
-    return digest.hexdigest()
-
-
 def _outcome(
     store: Any, run_id: str, output_dir: Path, batches: int, episodes: int
 ) -> dict[str, Any]:
@@ -107,6 +87,7 @@ def _outcome(
     from domain.state import fold
     from runtime.files import file_sha256, report_text
     from store.projections.collection_report import collection_report
+    from tests.runtime.trajectory_content import content_digest
 
     events = store.read(run_id)
     state = fold(run_id, events)  # raises IllegalTransition if any event is illegal
@@ -129,7 +110,7 @@ def _outcome(
                     (f["camera"], f["modality"], Path(f["path"]).name, f["bytes"], f["sha256"])
                     for f in p["files"]
                 )
-                commits[key] = (_content_digest(output_dir / p["path"]), files)
+                commits[key] = (content_digest(output_dir / p["path"]), files)
                 for entry in [p, *p["files"]]:
                     path = output_dir / entry["path"]
                     assert path.is_file(), f"{run_id}: committed {path} is missing"

@@ -15,6 +15,7 @@ from runtime.collection import collect, default_environment_factory
 from runtime.collection.repair import RepairRefused
 from runtime.resume import RepairResult, RunDataAltered, resume
 from runtime.verify import verify_events
+from tests.cli_logging import reset_cli_logging  # noqa: F401
 from tests.runtime.demo_runs import prepared
 
 
@@ -131,3 +132,38 @@ def test_keep_rejected_keeps_rejected_files_with_receipts(
     collect(other, store=store, final_checks=never_at_rest, progress=False)
     [discarded] = [e.payload for e in store.read(other) if e.type == "TrajectoryDiscarded"]
     assert "kept" not in discarded and not (plain / "rejected").exists()
+
+
+def test_cli_resume_repair_restores_then_refuses_altered_inputs(
+    tmp_path: Path, catalog: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runtime.cli import main
+    from store import EventStore
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    out = tmp_path / "out"
+    with EventStore(url) as store:
+        run_id = prepared(store, out, catalog, batches=1, episodes_per_batch=1, seed=8,
+                          cameras=False)
+        collect(run_id, store=store, progress=False)
+        [receipt] = _commits(store, run_id)
+    trajectory = out / receipt["path"]
+    original = trajectory.read_bytes()
+    trajectory.unlink()
+    argv = ["resume", run_id, "--repair", "--db", url, "--no-progress"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"restored batch 0 episode 0: {trajectory} (SHA-256 as logged)"
+    ]
+    assert trajectory.read_bytes() == original
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"run {run_id}: every committed file is intact; nothing to repair"
+    ]
+    manifest = out / "batch_0000" / "manifest.json"
+    manifest.write_text(manifest.read_text() + " ")
+    assert main(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("assetcast")]
+    assert len(err) == 1 and err[0].startswith(f"assetcast: error: run {run_id}: ")
+    assert err[0].endswith("; refusing to resume (see `assetcast verify`)")
