@@ -106,6 +106,9 @@ OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
     "EnvironmentBuilt": {"worker": _S},
     "BatchStarted": {"session_id": _S, "worker": _S},
     "BatchFinished": {"session_id": _S, "worker": _S},
+    # --keep-rejected: the rejected episode's files kept under rejected/, each {camera (str or
+    # null), modality ("trajectory" or a camera's), path, bytes, sha256}.
+    "TrajectoryDiscarded": {"kept": _L},
 }
 
 NULLABLE: dict[str, frozenset[str]] = {

@@ -114,6 +114,13 @@ def _dataset_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _keep_rejected_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-rejected", action="store_true",
+        help="keep rejected episodes' trajectories (and camera files) under rejected/",
+    )
+
+
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-mesh-faces", type=int,
@@ -261,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _executor_flags(p)
+    _keep_rejected_flag(p)
     _dataset_flag(p)
     _render_flag(p)
 
@@ -268,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     _prepare_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _executor_flags(p)
+    _keep_rejected_flag(p)
     _dataset_flag(p)
     _render_flag(p)
 
@@ -275,6 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _executor_flags(p)
+    _keep_rejected_flag(p)
+    p.add_argument(
+        "--repair", action="store_true",
+        help="first re-run every episode whose committed file is missing or corrupt and "
+        "restore it if it has the logged SHA-256",
+    )
     _dataset_flag(p)
     _render_flag(p)
 

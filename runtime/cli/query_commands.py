@@ -209,11 +209,13 @@ def _audit_table(report: dict[str, Any]) -> None:
                 len(a["batches"]),
                 f"{a['episodes_accepted']}/{a['episodes_attempted']}",
                 f"{a['episode_seconds'] / a['episodes_timed']:.2f}" if a["episodes_timed"] else "",
+                "; ".join(f"{why} x{n}" for why, n in a["episode_rejections"].items()),
                 f"{len(a['rejections'])} {' '.join(reasons)}".strip(),
             ]
         )
     out_block(table(
-        ["asset", "sha256", "roles", "runs", "batches", "accepted", "s/episode", "rejections"],
+        ["asset", "sha256", "roles", "runs", "batches", "accepted", "s/episode",
+         "episode rejections", "preparation rejections"],
         rows,
     ))
     for candidate in report["unprepared_candidates"]:
@@ -242,6 +244,13 @@ def cmd_forensics(args: argparse.Namespace) -> int:
             f"session {s['session_id']} ({s['kind']}, pid {s['pid']} on {s['host']}, "
             f"from #{s['started']['seq']}): {status}; {env}"
         )
+    in_flight = report.get("in_flight_episode")
+    if in_flight:
+        out(
+            f"in-flight episode: batch {in_flight['batch_index']} episode "
+            f"{in_flight['episode_index']} (session {in_flight['session_id']} died running it; "
+            "the log holds nothing of an episode until it is done)"
+        )
     episode = report["interrupted_episode"]
     if episode:
         out(
@@ -254,10 +263,15 @@ def cmd_forensics(args: argparse.Namespace) -> int:
         where = ""
         if failure.get("batch_index") is not None:
             where = f" at batch {failure['batch_index']} episode {failure.get('episode_index')}"
-        out(f"failure #{failure['seq']} in {failure['phase']}{where}: "
-            f"{failure['error_type']}: {failure['detail']}")
-        if failure.get("traceback"):
-            out_block(str(failure["traceback"]).rstrip())
+        if failure["error_type"] == "KeyboardInterrupt":
+            # Someone pressed Ctrl-C: where it stopped is the whole story, not a traceback.
+            out(f"interrupted (Ctrl-C) #{failure['seq']} in {failure['phase']}{where}; "
+                f"continue with: assetcast resume {args.run_id}")
+        else:
+            out(f"failure #{failure['seq']} in {failure['phase']}{where}: "
+                f"{failure['error_type']}: {failure['detail']}")
+            if failure.get("traceback"):
+                out_block(str(failure["traceback"]).rstrip())
     for r in report["resumes"]:
         out(f"resumed #{r['seq']}: {r['from_state']} -> {r['to_state']} "
             f"by session {r['session_id']}")

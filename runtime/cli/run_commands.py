@@ -166,6 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = collect(
         prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets,
         **executor,
+        keep_rejected=args.keep_rejected,
     )
     _print_collected(result)
     return EXIT_OK
@@ -190,6 +191,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         datasets=datasets,
         **executor,
+        keep_rejected=args.keep_rejected,
     )
     _print_collected(result)
     return EXIT_OK
@@ -205,9 +207,24 @@ def cmd_resume(args: argparse.Namespace) -> int:
     store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
     args.run_start_version = require_run(store, args.run_id)
+    if args.repair:
+        from runtime.resume import repair_run
+
+        repaired = repair_run(args.run_id, store=store)
+        for episode in repaired.restored:
+            for path in episode.paths:
+                out(
+                    f"restored batch {episode.batch_index} episode {episode.episode_index}: "
+                    f"{path} (SHA-256 as logged)"
+                )
+        if not repaired.restored:
+            out(f"run {args.run_id}: every committed file is intact; nothing to repair")
+        if store.state(args.run_id).state == "completed":
+            return EXIT_OK
     result = resume(
         args.run_id, store=store, progress=not args.no_progress, datasets=datasets,
         **executor,
+        keep_rejected=args.keep_rejected,
     )
     if hasattr(result, "batches"):
         _print_collected(result)
