@@ -146,20 +146,15 @@ def culling_speedup(samples: list[tuple[Any, Any, Any]], rounds: int = 3) -> tup
     renderer = rendering.CameraRenderer(
         model, source.cameras, source.labels, source._mount_bodies
     )
-    original = rendering.CameraRenderer._cull
 
     def render_all(cull: bool) -> tuple[float, list[Any]]:
-        if not cull:
-            rendering.CameraRenderer._cull = lambda *args: None  # type: ignore[method-assign]
-        try:
-            frames, start = [], time.perf_counter()
-            for _, qpos, camera in samples:
-                data.qpos[:] = qpos
-                mujoco.mj_kinematics(model, data)
-                frames.append(renderer.render(data, camera))
-            return time.perf_counter() - start, frames
-        finally:
-            rendering.CameraRenderer._cull = original  # type: ignore[method-assign]
+        renderer.culling = cull
+        frames, start = [], time.perf_counter()
+        for _, qpos, camera in samples:
+            data.qpos[:] = qpos
+            mujoco.mj_kinematics(model, data)
+            frames.append(renderer.render(data, camera))
+        return time.perf_counter() - start, frames
 
     ratios, differing = [], 0
     try:

@@ -236,10 +236,11 @@ def test_frustum_culling_drops_geoms_but_no_pixel(
     culled: list[int] = []
     original = rendering.CameraRenderer._cull
 
-    def counting(self: Any, scene: Any, *args: Any) -> None:
-        original(self, scene, *args)
+    def counting(self: Any, scene: Any, *args: Any) -> Any:
+        labels = original(self, scene, *args)
         none = int(rendering.mujoco.mjtGeom.mjGEOM_NONE)
         culled.append(sum(scene.geoms[i].type == none for i in range(scene.ngeom)))
+        return labels
 
     try:
         env.reset(None)
@@ -247,7 +248,7 @@ def test_frustum_culling_drops_geoms_but_no_pixel(
             renderer = rig.renderer_for(env)
             monkeypatch.setattr(rendering.CameraRenderer, "_cull", counting)
             with_culling = [renderer.render(env.data, c) for c in task.cameras]
-            monkeypatch.setattr(rendering.CameraRenderer, "_cull", lambda *a: None)
+            renderer.culling = False
             without = [renderer.render(env.data, c) for c in task.cameras]
     finally:
         env.close()
