@@ -35,10 +35,11 @@ from runtime.sim.robots import panda_visual  # noqa: E402
 from runtime.sim.robots.franka_panda import _description_dir  # noqa: E402
 
 # Fraction of each source mesh's triangles kept. The hand is what the wrist camera sees
-# closest, so it keeps more; every link keeps 5% (~6.7k triangles for the arm in all).
+# closest, so it keeps more.
 KEEP_FRACTION = {"hand": 0.2}
 DEFAULT_KEEP = 0.05
-AGGRESSIVENESS = 7.0  # the library's default
+AGGRESSIVENESS = 3.0  # below the library's 7: fewer flipped faces for a little more time
+KEEP_WHOLE_BELOW = 64  # triangles: small parts (screws, caps) are kept as they are
 STL_HEADER = b"assetcast: decimated Franka Panda visual mesh (see manifest.json)".ljust(80)
 
 
@@ -55,16 +56,35 @@ def stl_bytes(vertices: np.ndarray, faces: np.ndarray) -> bytes:
     return STL_HEADER + struct.pack("<I", len(faces)) + rows.tobytes()
 
 
+def _components(mesh: trimesh.Trimesh) -> list[np.ndarray]:
+    """Face indices of each connected part, ordered by their smallest face index."""
+    labels = trimesh.graph.connected_component_labels(mesh.face_adjacency, len(mesh.faces))
+    parts = [np.flatnonzero(labels == label) for label in np.unique(labels)]
+    return sorted(parts, key=lambda faces: int(faces[0]))
+
+
 def decimate(source: Path, keep: float) -> tuple[bytes, int, int]:
+    """Each connected part reduced on its own (a shared budget lets the collapses of a big
+    shell swallow small parts, flipping their faces), small parts kept whole."""
     mesh = trimesh.load(source, process=False)
     mesh.merge_vertices()  # STL repeats each corner: collapses need shared vertices
     vertices = np.asarray(mesh.vertices, dtype=np.float64)
-    faces = np.asarray(mesh.faces, dtype=np.int32)
-    target = max(4, int(round(len(faces) * keep)))
-    out_vertices, out_faces = fast_simplification.simplify(
-        vertices, faces, target_count=target, agg=AGGRESSIVENESS
-    )
-    return stl_bytes(np.asarray(out_vertices), np.asarray(out_faces)), len(faces), len(out_faces)
+    all_faces = np.asarray(mesh.faces, dtype=np.int32)
+    out_vertices, out_faces, offset = [], [], 0
+    for part in _components(mesh):
+        used, remapped = np.unique(all_faces[part], return_inverse=True)
+        part_vertices = vertices[used]
+        part_faces = remapped.reshape(-1, 3).astype(np.int32)
+        if len(part_faces) >= KEEP_WHOLE_BELOW:
+            target = max(KEEP_WHOLE_BELOW // 2, int(round(len(part_faces) * keep)))
+            part_vertices, part_faces = fast_simplification.simplify(
+                part_vertices, part_faces, target_count=target, agg=AGGRESSIVENESS
+            )
+        out_vertices.append(np.asarray(part_vertices, dtype=np.float64))
+        out_faces.append(np.asarray(part_faces, dtype=np.int64) + offset)
+        offset += len(part_vertices)
+    faces = np.concatenate(out_faces)
+    return stl_bytes(np.concatenate(out_vertices), faces), len(all_faces), len(faces)
 
 
 def generate() -> tuple[dict[str, bytes], dict]:
@@ -89,8 +109,10 @@ def generate() -> tuple[dict[str, bytes], dict]:
     manifest = {
         "schema_version": 1,
         "generator": "scripts/decimate_panda_visuals.py",
-        "method": "quadric edge collapse (fast-simplification), vertices merged first",
+        "method": "quadric edge collapse (fast-simplification) per connected part, "
+        "vertices merged first",
         "aggressiveness": AGGRESSIVENESS,
+        "keep_whole_below": KEEP_WHOLE_BELOW,
         "fast_simplification": importlib.metadata.version("fast-simplification"),
         "gymnasium_robotics": importlib.metadata.version("gymnasium-robotics"),
         "meshes": meshes,
