@@ -1,10 +1,11 @@
 """Both offscreen backends render the demo scene, each in a fresh process, to the same pixels.
 
-OSMesa and EGL are two ways into Mesa's llvmpipe here, and the images are byte-identical on
-these machines (Mesa 22.3, measured); the tolerance below (at most 0.5% of RGB values off by more than 2 of 255; labels
-and depth equal on 99.9% of pixels) only allows for a different Mesa build on another
-machine. Each backend renders in its own new interpreter: a GL backend is chosen once per
-process, and a process must never render with a context inherited through fork.
+OSMesa and EGL are two ways into Mesa's llvmpipe here, and the images are byte-identical
+on these machines (Mesa 22.3, measured); the tolerance below (at most 0.5% of RGB values
+off by more than 2 of 255; labels and depth equal on 99.9% of pixels) only allows for a
+different Mesa build on another machine. Each backend renders in its own new interpreter:
+a GL backend is chosen once per process, and a process must never render with a context
+inherited through fork.
 """
 
 from __future__ import annotations
