@@ -12,21 +12,24 @@ renders it from its own scratch ``MjData`` whose kinematics are recomputed from 
 ``qpos``: the frames are drawn on the second core while the physics runs on the first, and
 ``recordings`` (asked for when the episode is committed) only waits for the last ones. What
 a frame shows depends only on the noted positions, so it is the same whenever and on
-whichever thread it is rendered. A rejected episode's frames are simply dropped; a new
-episode (``begin``) cancels whatever of the previous one has not started.
+whichever thread it is rendered. RGB frames are fed to their H.264 encoder on the same
+thread as they are drawn (``Mp4Encoder``: the same bytes as encoding them all at the end).
+A rejected episode's frames are simply dropped; a new episode (``begin``) cancels whatever
+of the previous one has not started.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mujoco
 import numpy as np
 
 from domain.cameras import CameraSpec
+from runtime.sim.cameras.encoding import Mp4Encoder
 from runtime.sim.cameras.labels import SegmentationLabels
 from runtime.sim.cameras.rig import CameraRig
 
@@ -40,6 +43,8 @@ class CameraRecording:
     images: dict[str, list[np.ndarray]]
     positions: list[np.ndarray]
     quats: list[np.ndarray]
+    rgb_encoder: Mp4Encoder | None = None  # fed on the render thread as frames arrive
+    encoded: dict[str, bytes] = field(default_factory=dict)  # file bytes, once finished
 
     @property
     def frame_count(self) -> int:
@@ -109,6 +114,10 @@ class FrameRecorder:
                 except Exception:  # noqa: S110 - that episode's frames are dropped anyway
                     pass
         self._pending = []
+        for recording in self._recordings.values():
+            if recording.rgb_encoder is not None and "rgb" not in recording.encoded:
+                recording.rgb_encoder.close()
+                recording.rgb_encoder = None
 
     def begin(self, observation: Mapping[str, np.ndarray]) -> None:
         self.trajectory.begin(observation)
@@ -132,8 +141,15 @@ class FrameRecorder:
             pending, self._pending = self._pending, []
             for future in pending:
                 future.result()  # in order; a rendering error surfaces here, with its type
+            self.renderer.call(lambda _renderer: self._finish_videos())
             self._complete = True
         return self._recordings
+
+    def _finish_videos(self) -> None:
+        for recording in self._recordings.values():
+            if recording.rgb_encoder is not None:
+                recording.encoded["rgb"] = recording.rgb_encoder.finish()
+                recording.rgb_encoder = None
 
     def _render(
         self,
@@ -158,6 +174,10 @@ class FrameRecorder:
                 recording.images[modality].append(image)
             recording.positions.append(frame.position_m)
             recording.quats.append(frame.quat_wxyz)
+            if "rgb" in frame.images:
+                if recording.rgb_encoder is None:
+                    recording.rgb_encoder = Mp4Encoder(camera.fps, camera.width, camera.height)
+                recording.rgb_encoder.add(frame.images["rgb"])
 
     def to_payload(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         return dict(self.trajectory.to_payload(metadata))
