@@ -27,6 +27,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class _ActorBody:
         self.home = Path(tempfile.mkdtemp(prefix=f"assetcast-worker-{name}-"))
         os.chdir(self.home)  # each worker in its own working directory
         self.worker = BatchWorker(settings, name, cache_root=self.home / "deployments")
+        self.calls: list[tuple[str, float, float]] = []  # (kind, entered, left): perf_counter
 
     def identity(self) -> dict[str, Any]:
         import ray
@@ -83,18 +85,29 @@ class _ActorBody:
         }
 
     def open(self, work: BatchWork, package: Any) -> BatchOpened:
+        entered = time.perf_counter()
         try:
             return self.worker.open(dataclasses.replace(work, package=package))
         except BaseException as error:
             error.assetcast_where = self.worker.where  # type: ignore[attr-defined]
             raise
+        finally:
+            self.calls.append(("open", entered, time.perf_counter()))
 
     def episode(self, batch_index: int, episode_index: int) -> Any:
+        entered = time.perf_counter()
         try:
             return self.worker.episode(batch_index, episode_index)
         except BaseException as error:
             error.assetcast_where = self.worker.where  # type: ignore[attr-defined]
             raise
+        finally:
+            self.calls.append(("episode", entered, time.perf_counter()))
+
+    def timings(self) -> list[tuple[str, float, float]]:
+        """When each call ran (this process's clock): the gaps between queued calls are
+        Ray's per-call dispatch and result hand-off cost on the worker's side."""
+        return list(self.calls)
 
     def close(self) -> None:
         try:
@@ -133,6 +146,11 @@ class RayExecutor(Executor):
         self._deaths: dict[tuple[int, int | None], int] = {}
         self.identities: dict[str, dict[str, Any]] = {}
         self._actor_class: Any = None
+        # Driver-side costs, for bench/bench_ray.py: packing + putting deployments, and
+        # fetching results that were already complete (deserializing the bytes).
+        self.pack_s = 0.0
+        self.get_s = 0.0
+        self.timings: dict[str, list[tuple[str, float, float]]] = {}
 
     # ------------------------------------------------------------------ set-up
 
@@ -216,8 +234,10 @@ class RayExecutor(Executor):
             [ready], _ = ray.wait(list(heads), num_returns=1)
             a = heads[ready]
             kind, episode_index, ref = a.calls.popleft()
+            fetch_started = time.perf_counter()
             try:
                 value = ray.get(ref)
+                self.get_s += time.perf_counter() - fetch_started
             except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as died:
                 inflight.pop(a.name)
                 replacement = self._replace(a, episode_index, died)
@@ -246,9 +266,11 @@ class RayExecutor(Executor):
     def _assign(self, name: str, work: BatchWork) -> _Assignment:
         import ray
 
+        started = time.perf_counter()
         package = pack_deployment(work.deployment_path, work.manifest_sha256, work.batch_index)
         actor = self._actors[name]
         a = _Assignment(actor, name, work, ray.put(package))
+        self.pack_s += time.perf_counter() - started
         a.calls.append(("open", None, actor.open.remote(work, a.package)))
         self._top_up(a)
         return a
@@ -317,6 +339,7 @@ class RayExecutor(Executor):
             return
         first: BaseException | None = None
         actors, self._actors = self._actors, {}
+        self._collect_timings(actors)
         calls = {name: actor.close.remote() for name, actor in actors.items()}
         for name, ref in calls.items():
             try:
@@ -334,6 +357,15 @@ class RayExecutor(Executor):
         self.shutdown()
         if first is not None:
             raise first
+
+    def _collect_timings(self, actors: dict[str, Any]) -> None:
+        import ray
+
+        for name, actor in actors.items():
+            try:
+                self.timings[name] = ray.get(actor.timings.remote(), timeout=30)
+            except Exception:  # noqa: BLE001 - statistics only; a dead worker has none
+                continue
 
     def shutdown(self) -> None:
         import ray
