@@ -154,7 +154,8 @@ class RayExecutor(Executor):
 
     # ------------------------------------------------------------------ set-up
 
-    def _start(self) -> None:
+    def _start(self, batches: int | None = None) -> None:
+        """Start or join Ray and spawn the workers (no more than there are batches)."""
         import ray
 
         if self._started:
@@ -177,7 +178,8 @@ class RayExecutor(Executor):
                     f": {type(error).__name__}: {error}"
                 ) from error
             self._owns_ray = True
-        for slot in range(self.workers):
+        wanted = self.workers if batches is None else max(1, min(self.workers, batches))
+        for slot in range(wanted):
             self._spawn(slot)
         log.info(
             "ray_workers_started", workers=self.workers, address=self.address,
@@ -190,9 +192,11 @@ class RayExecutor(Executor):
         generation = self._generation.get(slot, -1) + 1
         self._generation[slot] = generation
         name = f"ray-{slot}" if generation == 0 else f"ray-{slot}.{generation}"
-        env = {key: os.environ[key] for key in FORWARDED_ENV if key in os.environ}
         options: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_task_retries": 0}
-        if env:
+        # A Ray instance started by this process passes our environment on to its workers;
+        # on a cluster's other machines the rendering choice has to travel with the actor.
+        env = {key: os.environ[key] for key in FORWARDED_ENV if key in os.environ}
+        if env and self.address not in (None, "auto"):
             options["runtime_env"] = {"env_vars": env}
         if self._actor_class is None:
             self._actor_class = ray.remote(_ActorBody)
@@ -216,7 +220,7 @@ class RayExecutor(Executor):
 
         if not batches:
             return
-        self._start()
+        self._start(len(batches))
         queue: deque[BatchWork] = deque(batches)
         free = deque(self._actors)
         inflight: dict[str, _Assignment] = {}
