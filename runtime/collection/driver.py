@@ -73,6 +73,7 @@ from runtime.session import CollectorSession, SessionLost, run_failed_payload
 
 log = structlog.get_logger(__name__)
 
+REJECTED_DIR = "rejected"  # --keep-rejected: rejected episodes' files, by session
 # Jobs the ledger writer may hold besides the one it is writing (see collection.ledger):
 # a SIGKILL loses at most this many + 1 episodes' events. 0 appends synchronously, which
 # bench/bench_collect.py uses to measure what the pipeline saves.
@@ -94,6 +95,7 @@ class Driver:
         executor: Executor,
         progress: bool,
         datasets: Any = None,
+        keep_rejected: bool = False,
     ) -> None:
         self.store = store
         self.datasets = datasets
@@ -113,6 +115,11 @@ class Driver:
         self.recording_dir = (
             session_recording_dir(plan.output_dir, session.session_id)
             if plan.record_trajectory
+            else None
+        )
+        self.rejected_dir = (
+            plan.output_dir / REJECTED_DIR / f"run_{session.session_id}"
+            if keep_rejected and plan.record_trajectory
             else None
         )
         self._todo: dict[int, tuple[int, ...]] = {}
@@ -308,7 +315,7 @@ class Driver:
         self.phase, self.batch_index, self.episode_index = "episode", b, j
         events, committed = episode_events(
             run, output_dir=plan.output_dir, recording_dir=self.recording_dir,
-            fence=self.session,
+            fence=self.session, rejected_dir=self.rejected_dir,
         )
         record = EpisodeRecord(run.accepted, committed, run.reset_error is None)
         if run.reset_error is not None:
@@ -534,6 +541,7 @@ def run_collection(
     datasets: Sequence[Any] = (),
     workers: int = 1,
     ray_address: str | None = None,
+    keep_rejected: bool = False,
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
 
@@ -565,6 +573,8 @@ def run_collection(
         record=plan.record_trajectory,
         initial_checks=initial,
         final_checks=final,
+        run_id=run_id,
+        keep_rejected=keep_rejected,
     )
     driver = Driver(
         store,
@@ -574,6 +584,7 @@ def run_collection(
         executor=options.build(settings),
         progress=progress,
         datasets=live,
+        keep_rejected=keep_rejected,
     )
     path = report_path_of(plan)
     try:
@@ -622,12 +633,19 @@ def collect(
     datasets: Sequence[Any] = (),
     workers: int = 1,
     ray_address: str | None = None,
+    keep_rejected: bool = False,
 ) -> CollectionResult:
     """Collect a prepared run: every batch, `episodes_per_batch` episodes each.
+
+    ``keep_rejected``: a rejected episode's recorded trajectory (and camera files) is kept
+    under ``rejected/run_<session>/`` and listed in its `TrajectoryDiscarded` (``kept``).
 
     The lease is taken first, so a second `collect`/`resume` of the same run while this one
     is alive is refused with ``LeaseHeld`` naming this session. An interrupted or failed
     collection is continued with ``runtime.resume.resume``, never with ``collect``.
+    A run whose hash chain does not verify (the cheap check from its anchor,
+    ``store.require_intact_chain``) is refused with ``ChainBroken`` before the lease is
+    taken, so nothing (not even a ``LeaseTakenOver``) is appended to an altered log.
 
     ``environment_factory(deployment_dir, *, seed, settle_steps)`` replaces the MuJoCo
     environment; what it returns must offer ``reset(seed | None)``, ``replace_assets``,
@@ -635,6 +653,7 @@ def collect(
     ``workers`` > 1 runs on a local Ray instance, ``ray_address`` on an existing cluster.
     """
     ExecutorOptions(workers, ray_address).check()  # before the lease: exit 2 records nothing
+    store.require_intact_chain(run_id)
     session = CollectorSession.open(store, run_id)
     try:
         state = store.state(run_id)
@@ -657,6 +676,7 @@ def collect(
             datasets=datasets,
             workers=workers,
             ray_address=ray_address,
+            keep_rejected=keep_rejected,
         )
     except BaseException as error:
         end_session(session, error)

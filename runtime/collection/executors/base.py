@@ -41,6 +41,8 @@ class WorkSettings:
     record: bool
     initial_checks: tuple[CheckSpec, ...] | None  # None: the task's own
     final_checks: tuple[CheckSpec, ...] | None
+    run_id: str = ""  # recorded in every trajectory's metadata
+    keep_rejected: bool = False  # encode rejected recorded episodes' files too
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,9 @@ class BatchWorker:
             manifest_roles=dict(deployment.manifest.get("roles", {})),
             record=settings.record,
             cameras=self.camera_rig(task),
+            run_id=settings.run_id,
+            task_id=task.task_id,
+            keep_rejected=settings.keep_rejected,
         )
         self._batches = {
             b: (
