@@ -44,6 +44,7 @@ CASES = {  # cameras -> (batches, episodes per batch)
     True: (4, 3),
 }
 SEED, SETTLE = 5, 10
+RUN_ID = "run-20261201-000000-be7c40"  # one id for every run (own databases): same file bytes
 WRITER_TXNS = 400
 FLEET = 100
 
@@ -143,7 +144,7 @@ def one_run(base: Path, catalog: Path, name: str, cameras: bool, workers: int | 
     store = EventStore(f"sqlite:///{base / f'{name}.db'}")
     run_id = prepare_demo_run(
         store, base / name, catalog, seed=SEED, batches=batches, episodes_per_batch=episodes,
-        settle_steps=SETTLE, cameras=cameras,
+        settle_steps=SETTLE, cameras=cameras, run_id=RUN_ID,
     )
     timeline, spy = Timeline(), ExecutorSpy()
     undo = [timeline.install(), spy.install()]

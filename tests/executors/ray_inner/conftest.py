@@ -14,6 +14,9 @@ from tests.loopback_netns import require_loopback_only
 require_loopback_only()  # never start Ray on the host's network
 
 SEED, BATCHES, EPISODES = 11, 4, 3
+# Every run of the suite uses this id (each in its own database): the run id is part of
+# each trajectory's metadata, so only runs sharing it can have byte-identical files.
+RUN_ID = "run-20261201-000000-a11a7e"
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +48,7 @@ def prepared_run(base: Path, catalog: Path, *, cameras: bool = False) -> tuple[A
     out = base / "out"
     run_id = prepare_demo_run(
         store, out, catalog, seed=SEED, batches=BATCHES, episodes_per_batch=EPISODES,
-        settle_steps=10, cameras=cameras,
+        settle_steps=10, cameras=cameras, run_id=RUN_ID,
     )
     return store, run_id, out
 
