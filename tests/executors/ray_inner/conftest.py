@@ -38,7 +38,10 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_catalog(tmp_path_factory.mktemp("catalog") / "demo")
 
 
-def prepared_run(base: Path, catalog: Path, *, cameras: bool = False) -> tuple[Any, str, Path]:
+def prepared_run(
+    base: Path, catalog: Path, *, cameras: bool = False, batches: int = BATCHES,
+    episodes: int = EPISODES,
+) -> tuple[Any, str, Path]:
     """A prepared demo run (gantry) in ``base``: (store, run id, output dir)."""
     from runtime.collection.demo_run import prepare_demo_run
     from store.event_store import EventStore
@@ -47,7 +50,7 @@ def prepared_run(base: Path, catalog: Path, *, cameras: bool = False) -> tuple[A
     store = EventStore(f"sqlite:///{base / 'ledger.db'}")
     out = base / "out"
     run_id = prepare_demo_run(
-        store, out, catalog, seed=SEED, batches=BATCHES, episodes_per_batch=EPISODES,
+        store, out, catalog, seed=SEED, batches=batches, episodes_per_batch=episodes,
         settle_steps=10, cameras=cameras, run_id=RUN_ID,
     )
     return store, run_id, out

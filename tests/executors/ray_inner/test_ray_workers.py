@@ -59,6 +59,22 @@ def test_two_workers_collect_exactly_what_one_worker_collects(
     assert sorted(p["worker"] for p in built) == ["ray-0", "ray-1"]  # ONE env per worker
 
 
+def test_workers_render_cameras_in_fresh_processes_byte_for_byte(
+    ray_local: str, catalog: Path, tmp_path: Path
+) -> None:
+    """Cameras render inside the actors (fresh processes, no inherited GL context); their
+    videos, depth and segmentation files come back as bytes identical to an in-process run."""
+    small = {"cameras": True, "batches": 2, "episodes": 1}
+    ref_store, ref_id, _ = prepared_run(tmp_path / "local", catalog, **small)
+    collect(ref_id, store=ref_store, progress=False)
+    store, run_id, out = prepared_run(tmp_path / "ray", catalog, **small)
+    collect(run_id, store=store, progress=False, workers=2)
+    expected = results(ref_store, ref_id)
+    assert results(store, run_id) == expected
+    assert any(len(hashes) > 1 for _, hashes in expected.values())  # camera files compared
+    assert_logged_once_and_legal(store, run_id, out)
+
+
 def _actor_episode_pids() -> list[int]:
     pids = []
     for entry in os.listdir("/proc"):
