@@ -162,8 +162,11 @@ def one_run(base: Path, catalog: Path, name: str, cameras: bool, workers: int | 
         (e.payload["batch_index"], e.payload["episode_index"], e.payload["sha256"])
         for e in store.read(run_id) if e.type == "TrajectoryCommitted"
     )
+    commits = [e.payload for e in store.read(run_id) if e.type == "TrajectoryCommitted"]
+    size = sum(p["bytes"] + sum(f["bytes"] for f in p.get("files", ())) for p in commits)
     figures = {
         "episodes": n, "wall_s": wall, "wall_rate": n / wall * 60.0,
+        "kb_per_episode": size / max(1, len(commits)) / 1024,
         "steady_rate": steady_rate(timeline.arrivals), "hashes": hashes,
     }
     if workers is not None:
@@ -202,6 +205,7 @@ def bench_workers(tmp: Path) -> dict[bool, dict[str, dict]]:
                 share = f"{r['share'] * 100:.2f}%" if "share" in r else "-"
                 print(f"  {name:<12}{r['steady_rate']:>14.1f}{r['wall_rate']:>13.1f}"
                       f"{r['wall_s']:>8.1f}{share:>10}")
+            print(f"  files per committed episode: {rows['ray x1']['kb_per_episode']:.0f} KB")
             speedup = rows["ray x2"]["steady_rate"] / rows["ray x1"]["steady_rate"]
             print(f"  2 workers / 1 worker (steady): {speedup:.2f}x (goal >= 1.7x); "
                   f"Ray x1 / in-process: "
