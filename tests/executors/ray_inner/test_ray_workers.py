@@ -127,10 +127,16 @@ class _Killer(threading.Thread):
 
 
 def test_workers_sigkilled_mid_episode_lose_nothing_and_log_each_episode_once(
-    ray_local: str, reference: dict, catalog: Path, tmp_path: Path
+    ray_local: str, catalog: Path, tmp_path: Path
 ) -> None:
-    store, run_id, out = prepared_run(tmp_path, catalog)
-    killer = _Killer(f"sqlite:///{tmp_path / 'ledger.db'}", run_id, kills=5, seed=20261201)
+    # Longer batches than the shared reference: room for 5 kills with progress between them.
+    longer = {"batches": 3, "episodes": 6}
+    ref_store, ref_id, _ = prepared_run(tmp_path / "local", catalog, **longer)
+    collect(ref_id, store=ref_store, progress=False)
+    reference = results(ref_store, ref_id)
+    store, run_id, out = prepared_run(tmp_path / "ray", catalog, **longer)
+    url = f"sqlite:///{tmp_path / 'ray' / 'ledger.db'}"
+    killer = _Killer(url, run_id, kills=5, seed=20261201)
     killer.start()
     try:
         collect(run_id, store=store, progress=False, workers=2)
