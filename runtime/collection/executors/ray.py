@@ -53,6 +53,7 @@ log = structlog.get_logger(__name__)
 
 EPISODES_AHEAD = 2  # episodes queued on an actor beyond the one it runs
 MAX_DEATHS_PER_EPISODE = 5
+WAIT_NOTICE_S = 60.0  # a warning names the batches still waited for after this long
 FORWARDED_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "ASSETCAST_RENDER_BACKEND")
 
 
@@ -235,8 +236,15 @@ class RayExecutor(Executor):
                     yield BatchDone(a.work.batch_index, a.name)
                     free.append(name)
                 continue
-            [ready], _ = ray.wait(list(heads), num_returns=1)
-            a = heads[ready]
+            ready, _ = ray.wait(list(heads), num_returns=1, timeout=WAIT_NOTICE_S)
+            if not ready:  # e.g. a joined cluster without a free CPU for an actor
+                log.warning(
+                    "ray_results_pending", waited_s=WAIT_NOTICE_S,
+                    batches=sorted(x.work.batch_index for x in inflight.values()),
+                    hint="every worker needs one free CPU on the cluster",
+                )
+                continue
+            a = heads[ready[0]]
             kind, episode_index, ref = a.calls.popleft()
             fetch_started = time.perf_counter()
             try:
