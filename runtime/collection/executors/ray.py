@@ -319,9 +319,10 @@ class RayExecutor(Executor):
         if self._deaths[key] >= MAX_DEATHS_PER_EPISODE:
             self._where = Where("episode" if episode_index is not None else "build_environment",
                                 b, episode_index)
+            first_line = (str(died).strip().splitlines() or [""])[0][:300]
             raise WorkerLost(
                 f"batch {b}: the Ray worker died {self._deaths[key]} times while {step} "
-                f"batch {b} ran; last: {type(died).__name__}"
+                f"batch {b} ran; last: {type(died).__name__}: {first_line}"
             )
         slot = int(a.name.split("-")[1].split(".")[0])
         return self._spawn(slot)
