@@ -59,7 +59,7 @@ _PLAIN_FIELDS = (
 )
 _ALL_FIELDS = frozenset(f.name for f in fields(RunState))
 _STRUCTURED = frozenset(
-    {"run_id", "batches", "episodes", "candidates", "sessions", "environments", "open_episode"}
+    {"run_id", "batches", "episodes", "candidates", "sessions", "environments", "open_episodes"}
 )
 if _ALL_FIELDS != _STRUCTURED | set(_PLAIN_FIELDS):  # pragma: no cover - import-time guard
     raise RuntimeError("state_codec does not cover every RunState field; update it")
@@ -92,7 +92,7 @@ def _build(cls: type, names: tuple[str, ...], values: Any) -> Any:
 def encode_state(state: RunState) -> dict[str, Any]:
     """``state`` as JSON values (dict keys are strings, tuples become lists)."""
     body: dict[str, Any] = {name: getattr(state, name) for name in _PLAIN_FIELDS}
-    body["open_episode"] = list(state.open_episode) if state.open_episode else None
+    body["open_episodes"] = [[b, j] for b, j in sorted(state.open_episodes.items())]
     body["batches"] = [_row(b, _BATCH_FIELDS) for _, b in sorted(state.batches.items())]
     body["episodes"] = _encode_episodes(list(state.episodes.values()))
     body["candidates"] = {role: _row(c, _ROLE_FIELDS) for role, c in state.candidates.items()}
@@ -117,8 +117,10 @@ def _decode(run_id: str, body: Any) -> Folder:
     state = RunState(run_id, **{name: body[name] for name in _PLAIN_FIELDS})
     if not isinstance(state.version, int) or not isinstance(state.state, str):
         raise SnapshotCorrupt("version/state have the wrong type")
-    open_episode = body["open_episode"]
-    state.open_episode = tuple(open_episode) if open_episode is not None else None  # type: ignore[assignment]
+    for pair in body["open_episodes"]:
+        if type(pair) is not list or len(pair) != 2:
+            raise SnapshotCorrupt("open_episodes: expected [batch, episode] pairs")
+        state.open_episodes[int(pair[0])] = int(pair[1])
     for values in body["batches"]:
         batch = _build(BatchState, _BATCH_FIELDS, values)
         state.batches[batch.batch_index] = batch
