@@ -16,7 +16,7 @@ from domain.errors import ConfigError
 from domain.task import parse_task
 from runtime.sim.cameras import CameraRig
 from runtime.sim.cameras.rendering import CameraFrame
-from runtime.sim.cameras.rig import check_task_cameras
+from runtime.sim.cameras.rig import check_task_cameras, environment_labels, mount_bodies
 from runtime.sim.environment import TaskEnvironment
 from tests.runtime.camera_fixtures import (
     single_item_task,
@@ -251,12 +251,18 @@ def test_frustum_culling_drops_geoms_but_no_pixel(
 
     try:
         env.reset(None)
-        with CameraRig(task.cameras) as rig:
-            renderer = rig.renderer_for(env)
+        # In this process (not the render server) so the culling can be watched.
+        renderer = rendering.CameraRenderer(
+            env.model, task.cameras, environment_labels(env),
+            mount_bodies(task.cameras, env.model),
+        )
+        try:
             monkeypatch.setattr(rendering.CameraRenderer, "_cull", counting)
             with_culling = [renderer.render(env.data, c) for c in task.cameras]
             renderer.culling = False
             without = [renderer.render(env.data, c) for c in task.cameras]
+        finally:
+            renderer.close()
     finally:
         env.close()
     assert sum(culled) > 0, "some Panda link must lie outside a demo camera's view"
