@@ -51,8 +51,8 @@ import yaml  # noqa: E402
 
 from domain.config import CollectionConfig  # noqa: E402
 from domain.task import task_to_dict  # noqa: E402
-from runtime.collect import collect  # noqa: E402
-from runtime.collect_support.demo_run import demo_task_path, write_catalog  # noqa: E402
+from runtime.collection import collect  # noqa: E402
+from runtime.collection.demo_run import demo_task_path, write_catalog  # noqa: E402
 from runtime.logging import configure_logging  # noqa: E402
 from runtime.prepare import prepare, providers_from_catalog_args  # noqa: E402
 from runtime.sim.cameras import encoding, render_server, rendering  # noqa: E402

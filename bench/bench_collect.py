@@ -26,10 +26,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import runtime.collect as collect_module  # noqa: E402
-from runtime.collect import collect  # noqa: E402
-from runtime.collect_support.demo_run import prepare_demo_run, write_catalog  # noqa: E402
-from runtime.collect_support.ledger import LedgerWriter  # noqa: E402
+import runtime.collection.driver as collect_module  # noqa: E402
+from runtime.collection import collect  # noqa: E402
+from runtime.collection.demo_run import prepare_demo_run, write_catalog  # noqa: E402
+from runtime.collection.ledger import LedgerWriter  # noqa: E402
 from runtime.logging import configure_logging  # noqa: E402
 from runtime.resume import resume  # noqa: E402
 from runtime.seeds import episode_seed  # noqa: E402

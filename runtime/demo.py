@@ -94,7 +94,7 @@ def run_demo(
     a failed demo can be checked for a recorded failure.
     """
     from runtime.assets.demo_catalog import write_demo_catalog
-    from runtime.collect import collect
+    from runtime.collection import collect
     from runtime.prepare import new_run_id, prepare, providers_from_catalog_args
     from runtime.taskfile import load_task
     from store.event_store import EventStore

@@ -68,7 +68,7 @@ def main(argv: list[str]) -> None:
         db, catalog, out, run_id, pause, marker = argv[1:]
         install_pause(pause, Path(marker))
         from domain.config import CollectionConfig
-        from runtime.collect_support.demo_run import demo_task_path
+        from runtime.collection.demo_run import demo_task_path
         from runtime.prepare import prepare, providers_from_catalog_args
 
         providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
@@ -79,7 +79,7 @@ def main(argv: list[str]) -> None:
     elif mode == "collect":
         db, run_id, pause, marker = argv[1:]
         install_pause(pause, Path(marker))
-        from runtime.collect import collect
+        from runtime.collection import collect
 
         collect(run_id, store=EventStore(db), progress=False)
     else:

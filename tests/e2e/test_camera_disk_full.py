@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runtime.cli import main
-from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
+from runtime.collection.demo_run import prepare_demo_run, write_catalog
 from runtime.verify import verify_events
 from store import EventStore
 

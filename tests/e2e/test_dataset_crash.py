@@ -38,7 +38,7 @@ def _child(db_url: str, run_id: str, mode: str, lerobot: str, hdf5: str) -> None
     import pyarrow.parquet  # noqa: F401
 
     import runtime.sim  # noqa: F401
-    from runtime.collect import collect
+    from runtime.collection import collect
     from runtime.export.dataset import DatasetSpec
     from runtime.resume import resume
     from store import EventStore
@@ -105,7 +105,7 @@ def _state_only_task(directory: Path) -> Path:
     exports are covered by tests/runtime/export/test_camera_export.py)."""
     import yaml
 
-    from runtime.collect_support.demo_run import gantry_demo_task_text
+    from runtime.collection.demo_run import gantry_demo_task_text
 
     task = yaml.safe_load(gantry_demo_task_text())
     task.pop("cameras", None)
@@ -122,8 +122,8 @@ def _files(root: Path) -> dict[str, bytes]:
 def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from runtime.collect import collect
-    from runtime.collect_support.demo_run import write_catalog
+    from runtime.collection import collect
+    from runtime.collection.demo_run import write_catalog
     from runtime.export import DatasetSpec, export_runs
     from store import EventStore
 

@@ -27,7 +27,7 @@ import pytest
 
 from domain.config import CollectionConfig
 from runtime.assets.snapshot import read_snapshot, verify_prepared_asset
-from runtime.collect_support.demo_run import demo_task_path, prepare_demo_run, write_catalog
+from runtime.collection.demo_run import demo_task_path, prepare_demo_run, write_catalog
 from runtime.files import file_sha256
 from runtime.prepare import prepare, providers_from_catalog_args, resume_preparation
 from runtime.resume import resume
@@ -154,7 +154,7 @@ def reference_collection(
     base = tmp_path_factory.mktemp("reference")
     store = EventStore(f"sqlite:///{base / 'ref.db'}")
     run_id = prepare_demo_run(store, base / "out", catalog, batches=2, episodes_per_batch=2)
-    from runtime.collect import collect
+    from runtime.collection import collect
 
     collect(run_id, store=store, progress=False)
     return _commits(store, run_id)

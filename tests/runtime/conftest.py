@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.collect_support.demo_run import write_catalog
+from runtime.collection.demo_run import write_catalog
 from store import InMemoryEventStore
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runtime.collect_support.demo_run import prepare_demo_run
+from runtime.collection.demo_run import prepare_demo_run
 
 
 def prepared(store: Any, out: Path, catalog: Path, **kwargs: Any) -> str:

@@ -17,8 +17,8 @@ import pytest
 
 from domain.task import parse_task, task_to_dict
 from runtime.cli import main
-from runtime.collect import collect
-from runtime.collect_support.recordings import CommittedTrajectoryMissing
+from runtime.collection import collect
+from runtime.collection.recordings import CommittedTrajectoryMissing
 from runtime.resume import resume
 from runtime.sim import TaskEnvironment, TrajectoryRecorder
 from runtime.sim.cameras import CameraRig, FrameRecorder

@@ -184,7 +184,7 @@ def test_a_child_forked_after_rendering_refuses_to_render() -> None:
 def test_the_demo_cameras_work_on_the_arm(tmp_path: Path) -> None:
     """The shipped demo task (Franka arm): the wrist camera rides on the hand and sees the
     fingers; the front camera sees both role entities."""
-    from runtime.collect_support.demo_run import demo_task_path
+    from runtime.collection.demo_run import demo_task_path
     from runtime.sim.cameras.labels import label_names
     from runtime.taskfile import load_task
 
@@ -212,7 +212,7 @@ def test_cli_refuses_a_bad_camera_before_recording_anything(
     tmp_path: Path, catalog: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from runtime.cli import main
-    from runtime.collect_support.demo_run import gantry_demo_task
+    from runtime.collection.demo_run import gantry_demo_task
 
     task = gantry_demo_task(tmp_path)
     task.write_text(task.read_text().replace("body: robot_tilt_link", "body: no_such_link"))
@@ -234,7 +234,7 @@ def test_frustum_culling_drops_geoms_but_no_pixel(
 ) -> None:
     """Geoms wholly outside a camera's view are dropped before rendering (the Panda's
     high-poly links dominate the cost), yet every image equals an unculled render."""
-    from runtime.collect_support.demo_run import demo_task_path
+    from runtime.collection.demo_run import demo_task_path
     from runtime.sim.cameras import rendering
     from runtime.taskfile import load_task
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runtime.cli import main
-from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
+from runtime.collection.demo_run import gantry_demo_task_text as demo_task_text
 from store.event_store import EventStore
 from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 
@@ -265,12 +265,12 @@ def test_interrupt_exits_130_after_the_run_recorded_it(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import runtime.collect
+    import runtime.collection
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runtime.collect, "collect", interrupted)
+    monkeypatch.setattr(runtime.collection, "collect", interrupted)
     url = f"sqlite:///{tmp_path / 'a.db'}"
     code = main(
         ["run", str(task), "--catalog", f"item={catalog}", "--catalog", f"bin={catalog}",

@@ -18,19 +18,19 @@ from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 @pytest.fixture(scope="module")
 def prepared_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A `run` interrupted after preparing (resumable), its database kept as a pristine copy."""
-    import runtime.collect
+    import runtime.collection
 
     base = tmp_path_factory.mktemp("chainrun")
     assert main(["catalog", "demo", str(base / "catalog"), "--log-level", "error"]) == 0
     task = base / "task.yaml"
     task.write_text(demo_task_text(), encoding="utf-8")
     url = f"sqlite:///{base / 'pristine.db'}"
-    original = runtime.collect.collect
+    original = runtime.collection.collect
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    runtime.collect.collect = interrupted  # type: ignore[assignment]
+    runtime.collection.collect = interrupted  # type: ignore[assignment]
     try:
         code = main([
             "run", str(task), "--catalog", f"item={base / 'catalog'}", "--catalog",
@@ -38,7 +38,7 @@ def prepared_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "--log-level", "error",
         ])
     finally:
-        runtime.collect.collect = original  # type: ignore[assignment]
+        runtime.collection.collect = original  # type: ignore[assignment]
     assert code == 130
     [run] = EventStore(url).list_runs()
     assert run.state == "prepared"

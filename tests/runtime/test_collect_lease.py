@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from domain.errors import LeaseHeld
-from runtime.collect import collect
-from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
+from runtime.collection import collect
+from runtime.collection.demo_run import prepare_demo_run, write_catalog
 from runtime.resume import resume
 from store import EventStore
 
@@ -23,7 +23,7 @@ import sys, time
 from pathlib import Path
 from runtime.logging import configure_logging
 configure_logging(level="warning")
-from runtime.collect import collect, default_environment_factory
+from runtime.collection import collect, default_environment_factory
 from store import EventStore
 
 db, run_id, ready, go = sys.argv[1:5]

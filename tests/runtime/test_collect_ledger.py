@@ -11,9 +11,9 @@ import pytest
 
 from domain.errors import ConcurrencyError
 from domain.state import fold
-from runtime.collect import collect, run_collection
-from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
-from runtime.collect_support.ledger import LedgerWriter, Tag
+from runtime.collection import collect, run_collection
+from runtime.collection.demo_run import prepare_demo_run, write_catalog
+from runtime.collection.ledger import LedgerWriter, Tag
 from runtime.session import CollectorSession
 from store import InMemoryEventStore
 from store.records import utcnow
@@ -178,7 +178,7 @@ def test_trajectory_committed_is_logged_only_once_its_event_is_durable(
 ) -> None:
     """The log line is a claim about the ledger: at the moment it is written, the store
     must already hold that episode's TrajectoryCommitted (appends lag behind on purpose)."""
-    import runtime.collect as collect_module
+    import runtime.collection.driver as collect_module
 
     store, run_id = prepared(tmp_path, catalog)
     store.delay_s = 0.05  # the writer is always behind the simulator

@@ -209,7 +209,7 @@ def test_resume_refuses_bad_input_before_recording_run_resumed(tmp_path: Path) -
     """A collection failed mid-run, resumed with a check this process does not know: the
     refusal comes before ``RunResumed``, so the log is exactly what it was (exit 2 holds)."""
     from domain.task import CheckSpec
-    from runtime.collect import CollectionRefused, collect
+    from runtime.collection import CollectionRefused, collect
     from runtime.resume import resume
     from store import InMemoryEventStore
     from tests.runtime.demo_runs import prepared

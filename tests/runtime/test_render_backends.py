@@ -27,7 +27,7 @@ import sys
 import numpy as np
 from runtime.logging import configure_logging
 configure_logging(level="warning")
-from runtime.collect_support.demo_run import demo_task_path
+from runtime.collection.demo_run import demo_task_path
 from runtime.sim.cameras import CameraRig, ensure_backend
 from runtime.sim.environment import TaskEnvironment
 from runtime.taskfile import load_task

@@ -10,8 +10,8 @@ import pytest
 
 from domain.config import CollectionConfig
 from runtime.assets.demo_catalog import write_demo_catalog
-from runtime.collect import collect
-from runtime.collect_support.demo_run import gantry_demo_task_text as demo_task_text
+from runtime.collection import collect
+from runtime.collection.demo_run import gantry_demo_task_text as demo_task_text
 from runtime.prepare import prepare, providers_from_catalog_args
 from runtime.verify import verify_events
 from store.memory import InMemoryEventStore
@@ -84,9 +84,15 @@ def test_replaced_manifest_is_reported(pristine: tuple[list, Path]) -> None:
 
 def test_changed_cache_snapshot_file_is_named(pristine: tuple[list, Path]) -> None:
     events, out = pristine
-    sha = next(e.payload["content_sha256"] for e in events if e.type == "CandidatePrepared")
-    folder = out / "cache" / sha
-    mesh = sorted(p for p in folder.iterdir() if p.suffix == ".obj")[0]
+    # The first prepared snapshot whose mesh is an OBJ (listing order is the seed's sample).
+    sha, mesh = next(
+        (e.payload["content_sha256"], objs[0])
+        for e in events if e.type == "CandidatePrepared"
+        if (objs := sorted(
+            p for p in (out / "cache" / e.payload["content_sha256"]).iterdir()
+            if p.suffix == ".obj"
+        ))
+    )
     mesh.write_bytes(mesh.read_bytes() + b"\n")
     problems = verify_events("r", events).problems
     assert problems == [

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,19 +142,32 @@ def commit_episode_files(
     log_path: Callable[[Path], str],
     fence: Any = None,
 ) -> list[dict[str, Any]]:
-    """Write every camera file durably; their receipts for ``TrajectoryCommitted.files``.
+    """Encode and durably write every camera file; their receipts (:func:`write_episode_files`)."""
+    files = episode_files(recorder, batch_index, episode_index, control_rate_hz)
+    return write_episode_files(files, directory, log_path=log_path, fence=fence)
+
+
+def write_episode_files(
+    files: Sequence[tuple[str | None, str, str, bytes]],
+    directory: Path,
+    *,
+    log_path: Callable[[Path], str],
+    fence: Any = None,
+) -> list[dict[str, Any]]:
+    """Write already encoded camera files (:func:`episode_files`) durably; their receipts for
+    ``TrajectoryCommitted.files``.
 
     All files go to fsynced temp files first; then ``fence`` (the collecting session) is
     checked once, every temp file is renamed to its name and the folder is fsynced once. A
-    failure before the renames (a full disk, a lost lease) leaves no file under its name."""
+    failure before the renames (a full disk, a lost lease) leaves no file under its name.
+    The collection driver calls this with bytes a worker encoded (possibly on another
+    machine): encoding and writing are separate so that only the lease holder writes."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     receipts = []
     written: list[tuple[Path, Path]] = []
     try:
-        for camera, modality, file_name, data in episode_files(
-            recorder, batch_index, episode_index, control_rate_hz
-        ):
+        for camera, modality, file_name, data in files:
             path = directory / file_name
             written.append((_write_temporary(path, data, fence), path))
             receipts.append(

@@ -172,6 +172,7 @@ class FrankaPanda(Robot):
     actuator_names = tuple(f"{PREFIX}act_{j}" for j in ARM_JOINTS + FINGER_JOINTS)
     tcp_site = PREFIX + "tcp"
     wrist_mount_body = PREFIX + "hand"
+    tilting_body = PREFIX + "link7"  # the flange link turns with the hand
     finger_length_m = FINGER_LENGTH_M
     solve_stride = 8
     visual_set: ClassVar[str] = "decimated"  # "original": the wheel's full visual meshes

@@ -19,8 +19,8 @@ from tests.runtime.export.conftest import CollectedRun, camera_stride, trajector
 
 @pytest.fixture(scope="module")
 def arm_run(tmp_path_factory: pytest.TempPathFactory) -> CollectedRun:
-    from runtime.collect import collect
-    from runtime.collect_support.demo_run import prepare_demo_run, write_catalog
+    from runtime.collection import collect
+    from runtime.collection.demo_run import prepare_demo_run, write_catalog
     from store import EventStore
 
     root = tmp_path_factory.mktemp("arm-run")

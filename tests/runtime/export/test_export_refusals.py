@@ -27,7 +27,7 @@ def _listing(folder: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def prepared_only(collected: CollectedRun) -> str:
     """A run of the same task that was prepared but never collected (no accepted episode)."""
-    from runtime.collect_support.demo_run import prepare_demo_run
+    from runtime.collection.demo_run import prepare_demo_run
 
     return prepare_demo_run(
         collected.store(), collected.root / "prepared-only", collected.catalog, batches=1,
@@ -72,7 +72,7 @@ def test_dataset_of_the_other_format_is_refused(collected: CollectedRun, tmp_pat
 
 def test_runs_of_different_tasks(collected: CollectedRun, tmp_path: Path) -> None:
     from domain.config import CollectionConfig
-    from runtime.collect_support.demo_run import demo_task_path
+    from runtime.collection.demo_run import demo_task_path
     from runtime.prepare import prepare, providers_from_catalog_args
 
     task = yaml.safe_load(demo_task_path().read_text())

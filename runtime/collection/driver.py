@@ -1,21 +1,22 @@
-"""Collection: run every prepared batch on ONE environment and record it all in the ledger.
+"""Collection's driver: the run's single writer, turning executor reports into the ledger.
 
-The environment is built for the first batch this session has to do and reused: per batch
-only the role bodies are replaced. Every episode resets with its derived seed
-(:func:`runtime.seeds.episode_seed`), settles, runs the initial checks (which gate
-execution), the program, the measured checks (which gate acceptance), commits or discards
-its trajectory, and then asks the environment to return to its nominal state
-(``env.reset(None)``; `ResetSubmitted` is logged only once that call returned). The
-episode's events go into the log in one append *after* the trajectory file is durable, so
-the log never claims a file that is not on disk, and a crash at any instant leaves either
-the whole episode or nothing of it in the log.
+The driver holds the run's lease. It hands the batches still to do to an executor
+(:mod:`runtime.collection.executors`), whose workers each build ONE environment and reuse it
+across their batches (per batch only the role bodies are replaced). Every episode resets
+with its derived seed (:func:`runtime.seeds.episode_seed`), settles, runs the initial checks
+(which gate execution), the program, the measured checks (which gate acceptance), and asks
+its environment to return to its nominal state (``env.reset(None)``; `ResetSubmitted` is
+logged only once that call returned). The worker returns the episode's facts and its files'
+bytes; the driver writes the files durably (:mod:`runtime.collection.commit`) and then
+appends the episode's events in one transaction, so the log never claims a file that is not
+on disk, and a crash at any instant leaves either the whole episode or nothing of it.
 
-Appends are pipelined: a single writer thread (:mod:`runtime.collect_support.ledger`)
-appends episode N's transaction while episode N+1 runs, in order. The writer is drained
-before the environment is reported closed, before `RunFailed`, and wherever the collector
-needs the run's version, and an append error is raised (the same object) in this thread at
-the next submission or drain. A SIGKILL can therefore lose the last episode or two: their
-files may be on disk unlogged, which resume moves to quarantine and re-runs.
+Appends are pipelined: a single writer thread (:mod:`runtime.collection.ledger`) appends
+episode N's transaction while episode N+1 runs, in order. The writer is drained before the
+environment is reported closed, before `RunFailed`, and wherever the driver needs the run's
+version, and an append error is raised (the same object) in this thread at the next
+submission or drain. A SIGKILL can therefore lose the last episode or two: their files may
+be on disk unlogged, which resume moves to quarantine and re-runs.
 
 The same code serves a first collection and a resumed one: the plan is read from the log,
 done episodes (commit-or-discard logged) are skipped, and the rest are run from their start.
@@ -26,168 +27,62 @@ original exception propagates with its identity; secondary failures become notes
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import structlog
 
-from domain.errors import AssetcastError, mark_recorded
+from domain.errors import mark_recorded
 from domain.task import CheckSpec
-from runtime.collect_support.episode import EpisodeContext, run_episode
-from runtime.collect_support.ledger import LedgerWriter, Tag
-from runtime.collect_support.plan import (
+from runtime.collection.commit import episode_events
+from runtime.collection.environment import EnvironmentFactory
+from runtime.collection.episode import EpisodeRun
+from runtime.collection.executors import (
+    BatchDone,
+    BatchOpened,
+    BatchWork,
+    EpisodeDone,
+    Executor,
+    Report,
+    WorkSettings,
+)
+from runtime.collection.executors.options import ExecutorOptions
+from runtime.collection.ledger import LedgerWriter, Tag
+from runtime.collection.plan import (
     BatchPlan,
     CollectionPlan,
     CollectionRefused,
     EpisodeRecord,
     plan_from_state,
 )
-from runtime.collect_support.recordings import (
+from runtime.collection.progress import progress_bar
+from runtime.collection.recordings import (
     quarantine_unlogged,
     session_recording_dir,
     to_log_path,
     verify_committed,
 )
-from runtime.files import write_json_atomic
+from runtime.collection.refusals import refuse_bad_collection_input
+from runtime.collection.results import (
+    CollectionResult,
+    report_path_of,
+    result_from_report,
+    write_report,
+)
 from runtime.session import CollectorSession, SessionLost, run_failed_payload
-from store.projections.collection_report import collection_report
 
 log = structlog.get_logger(__name__)
 
-REPORT_NAME = "report.json"
-# Jobs the ledger writer may hold besides the one it is writing (see collect_support.ledger):
+REJECTED_DIR = "rejected"  # --keep-rejected: rejected episodes' files, by session
+# Jobs the ledger writer may hold besides the one it is writing (see collection.ledger):
 # a SIGKILL loses at most this many + 1 episodes' events. 0 appends synchronously, which
 # bench/bench_collect.py uses to measure what the pipeline saves.
 LEDGER_PIPELINE_DEPTH = 1
-EnvironmentFactory = Callable[..., Any]
-"""``factory(deployment_dir, *, seed, settle_steps) -> environment``. The environment must
-provide ``reset(seed: int | None)`` (an int: the episode's deterministic start; None: return
-to the nominal state after an episode, no noise, no settling), ``replace_assets(deployment_dir)``
-returning an object with ``roles_replaced`` and ``entities_kept``, ``run_checks(specs)``,
-``run_program(recorder)`` and ``close()``; ``constructions`` is optional."""
+Events = Sequence[tuple[str, dict[str, Any]]]
 
 
-@dataclass(frozen=True)
-class EpisodeOutcome:
-    """Acceptance and reset submission of one done episode (not a persistence receipt)."""
-
-    episode_index: int
-    accepted: bool
-    reset_submitted: bool
-
-
-@dataclass(frozen=True)
-class BatchOutcome:
-    batch_index: int
-    asset_set_id: str
-    episodes: tuple[EpisodeOutcome, ...]
-    close_finalized: bool
-
-
-@dataclass(frozen=True)
-class CollectionResult:
-    """What the log says after this session; identical to `report.json`.
-
-    ``unlogged_recordings`` lists trajectory files found on disk that the log never
-    recorded (written just before a crash); they were moved to ``quarantine/<session_id>/``
-    and their episodes re-run.
-    """
-
-    run_id: str
-    batches: tuple[BatchOutcome, ...]
-    report_path: Path
-    environment_constructions: int
-    unlogged_recordings: tuple[Path, ...] = ()
-
-    @property
-    def accepted(self) -> int:
-        return sum(e.accepted for b in self.batches for e in b.episodes)
-
-
-def default_environment_factory(deployment_dir: Path, *, seed: int, settle_steps: int) -> Any:
-    """The MuJoCo TaskEnvironment. ``seed`` is unused: every episode resets with its own."""
-    from runtime.sim import TaskEnvironment
-
-    del seed
-    return TaskEnvironment.from_deployment(deployment_dir, settle_steps=settle_steps)
-
-
-def _check_specs(value: Sequence[CheckSpec] | None, name: str) -> tuple[CheckSpec, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise CollectionRefused(f"{name} must be a sequence of CheckSpec")
-    items = tuple(value)
-    for index, item in enumerate(items):
-        if not isinstance(item, CheckSpec):
-            raise CollectionRefused(
-                f"{name}[{index}] must be a CheckSpec, got {type(item).__name__}"
-            )
-    return items
-
-
-def report_path_of(plan: CollectionPlan) -> Path:
-    return plan.output_dir / REPORT_NAME
-
-
-def write_report(
-    store: Any, run_id: str, path: Path, fence: Any | None = None
-) -> dict[str, Any]:
-    """Write `report.json` from the log (the same projection `show --json` prints), streamed
-    (memory: the report's own size, never the log's); ``fence`` (the session) is checked
-    right before it is published."""
-    report = collection_report(store.iter_events(run_id))
-    write_json_atomic(path, report, fence=fence)
-    return report
-
-
-def result_from_report(
-    run_id: str, report: dict[str, Any], path: Path, unlogged: tuple[Path, ...] = ()
-) -> CollectionResult:
-    batches = tuple(
-        BatchOutcome(
-            batch_index=b["batch_index"],
-            asset_set_id=b["asset_set_id"],
-            episodes=tuple(
-                EpisodeOutcome(e["episode_index"], e["accepted"], e["reset_submitted"])
-                for e in b["episodes"]
-            ),
-            close_finalized=b["close_finalized"],
-        )
-        for b in report["batches"]
-    )
-    return CollectionResult(
-        run_id=run_id,
-        batches=batches,
-        report_path=path,
-        environment_constructions=report["environment_constructions"],
-        unlogged_recordings=unlogged,
-    )
-
-
-def _progress_bar(plan: CollectionPlan, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    total = len(plan.batches) * plan.episodes_per_batch
-    accepted, attempted = plan.totals()
-    bar = tqdm(
-        total=total,
-        initial=attempted,
-        unit="ep",
-        desc=f"collect {plan.run_id}",
-        file=sys.stderr,
-        disable=not enabled or not sys.stderr.isatty(),
-        dynamic_ncols=True,
-    )
-    bar.set_postfix(batch=f"-/{len(plan.batches)}", accepted=accepted, refresh=False)
-    return bar
-
-
-class _Collector:
-    """One session's pass over the plan; owns the environment and the ledger writer (which
+class Driver:
+    """One session's pass over the plan; owns the executor and the ledger writer (which
     tracks the run's version)."""
 
     def __init__(
@@ -197,11 +92,10 @@ class _Collector:
         plan: CollectionPlan,
         version: int,
         *,
-        initial_checks: tuple[CheckSpec, ...] | None,
-        final_checks: tuple[CheckSpec, ...] | None,
-        factory: EnvironmentFactory,
+        executor: Executor,
         progress: bool,
         datasets: Any = None,
+        keep_rejected: bool = False,
     ) -> None:
         self.store = store
         self.datasets = datasets
@@ -212,12 +106,8 @@ class _Collector:
             store, plan.run_id, version, before_append=session.raise_if_lost,
             fence=session.lease, depth=LEDGER_PIPELINE_DEPTH,
         )
-        self.initial_checks = initial_checks
-        self.final_checks = final_checks
-        self.factory = factory
+        self.executor = executor
         self.progress = progress
-        self.env: Any = None
-        self.cameras: Any = None  # runtime.sim.cameras.CameraRig, built with the first batch
         self.deferred: list[tuple[str, dict[str, Any]]] = []
         self.phase = "start"
         self.batch_index: int | None = None
@@ -227,17 +117,21 @@ class _Collector:
             if plan.record_trajectory
             else None
         )
+        self.rejected_dir = (
+            plan.output_dir / REJECTED_DIR / f"run_{session.session_id}"
+            if keep_rejected and plan.record_trajectory
+            else None
+        )
+        self._todo: dict[int, tuple[int, ...]] = {}
+        self._workers: dict[int, str] = {}  # batch -> the worker that opened it last
 
     # ------------------------------------------------------------------ ledger
 
-    def append(
-        self, events: Sequence[tuple[str, dict[str, Any]]],
-        on_durable: Callable[[], None] | None = None,
-    ) -> None:
+    def append(self, events: Events, on_durable: Callable[[], None] | None = None) -> None:
         """Submit ``events`` (after any deferred ones) as one transaction to the writer.
 
         The append itself happens on the writer thread while the caller goes on; an earlier
-        append's error is raised here (see :mod:`runtime.collect_support.ledger`).
+        append's error is raised here (see :mod:`runtime.collection.ledger`).
         ``on_durable`` runs once the transaction is committed.
         """
         self.session.raise_if_lost()
@@ -248,12 +142,12 @@ class _Collector:
         )
         self.deferred = []
 
-    def append_now(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    def append_now(self, events: Events) -> None:
         """Append and wait until it (and everything before it) is in the log."""
         self.append(events)
         self.writer.drain()
 
-    def defer(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    def defer(self, events: Events) -> None:
         """Hold ``events`` for the next append: each durable commit costs an fsync, so a batch's
         opening events ride along with its first episode. Losing them in a crash is harmless
         (a resumed session re-opens the batch); a failure flushes them before `RunFailed`."""
@@ -294,11 +188,16 @@ class _Collector:
             episodes_per_batch=plan.episodes_per_batch,
             done_episodes=len(plan.done),
         )
-        bar = _progress_bar(plan, self.progress)
+        works = [self.work_of(batch) for batch in pending]
+        bar = progress_bar(plan, self.progress)
+        stream = self.executor.run(works)
         try:
-            for position, batch in enumerate(pending):
-                self.run_batch(batch, build=position == 0, bar=bar)
+            for report in self._reports(stream):
+                self.handle(report, bar)
         finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
             bar.close()
         self.batch_index = self.episode_index = None
         self.finish_datasets()
@@ -311,60 +210,88 @@ class _Collector:
         self.close_environment(then=[completed])
         log.info("collection_completed", run_id=self.run_id, accepted=accepted, attempted=attempted)
 
-    def run_batch(self, batch: BatchPlan, *, build: bool, bar: Any) -> None:
-        from runtime.deployment import validate_deployment
-        from runtime.taskfile import load_task
-
-        plan = self.plan
-        self.batch_index, self.episode_index = batch.batch_index, None
-        self.phase = "validate_deployment"
-        deployment = validate_deployment(
-            batch.deployment_path, expected_manifest_sha256=batch.manifest_sha256
+    def work_of(self, batch: BatchPlan) -> BatchWork:
+        todo = tuple(
+            j for j in range(self.plan.episodes_per_batch)
+            if not self.plan.is_done(batch.batch_index, j)
         )
-        task = load_task(deployment.task_path)
+        self._todo[batch.batch_index] = todo
+        return BatchWork(
+            batch_index=batch.batch_index,
+            asset_set_id=batch.asset_set_id,
+            seed=batch.seed,
+            deployment_path=batch.deployment_path,
+            manifest_sha256=batch.manifest_sha256,
+            episodes=todo,
+        )
+
+    def _reports(self, stream: Iterator[Report]) -> Iterator[Report]:
+        """The executor's reports; an error from it is placed where its worker was."""
+        while True:
+            try:
+                report = next(stream)
+            except StopIteration:
+                return
+            except BaseException:
+                where = self.executor.where
+                if where is not None:
+                    self.phase, self.batch_index, self.episode_index = (
+                        where.phase, where.batch_index, where.episode_index
+                    )
+                raise
+            yield report
+
+    def handle(self, report: Report, bar: Any) -> None:
+        if isinstance(report, BatchOpened):
+            self.batch_opened(report, bar)
+        elif isinstance(report, EpisodeDone):
+            self.episode_done(report.run, bar)
+        elif isinstance(report, BatchDone):
+            self.batch_done(report.batch_index)
+        else:  # pragma: no cover - the executor interface has exactly these reports
+            raise TypeError(f"unknown executor report {report!r}")
+
+    def batch_opened(self, opened: BatchOpened, bar: Any) -> None:
+        plan = self.plan
+        b = opened.batch_index
+        batch = next(x for x in plan.batches if x.batch_index == b)
+        self.batch_index, self.episode_index = b, None
         opening: list[tuple[str, dict[str, Any]]] = []
-        if build:
-            self.phase = "build_environment"
-            self.env = self.factory(
-                batch.deployment_path, seed=batch.seed, settle_steps=plan.settle_steps
-            )
+        session_id = self.session.session_id
+        if opened.built:
             opening.append(
                 (
                     "EnvironmentBuilt",
                     {
-                        "session_id": self.session.session_id,
-                        "batch_index": batch.batch_index,
-                        "constructions": int(getattr(self.env, "constructions", 1)),
+                        "session_id": session_id,
+                        "batch_index": b,
+                        "constructions": opened.constructions,
+                        "worker": opened.worker,
                     },
                 )
             )
-            # Built from this very deployment: no role body was swapped.
-            roles_replaced: list[str] = []
-            entities_kept = [e.entity_id for e in task.scene.entities]
-        else:
-            self.phase = "replace_assets"
-            info = self.env.replace_assets(batch.deployment_path)
-            roles_replaced = list(info.roles_replaced)
-            entities_kept = list(info.entities_kept)
-        done_before = plan.batch_counts(batch.batch_index)[1]
+        self._workers[b] = opened.worker
+        done_before = plan.batch_counts(b)[1]
         self.defer(
             [
                 *opening,
                 (
                     "BatchStarted",
                     {
-                        "batch_index": batch.batch_index,
+                        "batch_index": b,
                         "asset_set_id": batch.asset_set_id,
                         "seed": batch.seed,
-                        "deployment_path": str(deployment.path),
+                        "deployment_path": str(batch.deployment_path.resolve()),
+                        "session_id": session_id,
+                        "worker": opened.worker,
                     },
                 ),
                 (
                     "AssetsReplaced",
                     {
-                        "batch_index": batch.batch_index,
-                        "roles_replaced": roles_replaced,
-                        "entities_kept": entities_kept,
+                        "batch_index": b,
+                        "roles_replaced": list(opened.roles_replaced),
+                        "entities_kept": list(opened.entities_kept),
                     },
                 ),
             ]
@@ -372,59 +299,44 @@ class _Collector:
         log.info(
             "batch_started",
             run_id=self.run_id,
-            batch_index=batch.batch_index,
+            batch_index=b,
             asset_set_id=batch.asset_set_id,
             seed=batch.seed,
-            roles_replaced=roles_replaced,
+            roles_replaced=list(opened.roles_replaced),
             episodes_already_done=done_before,
+            worker=opened.worker,
         )
-        initial = self.initial_checks if self.initial_checks is not None else task.checks.initial
-        final = self.final_checks if self.final_checks is not None else task.checks.final
-        ctx = EpisodeContext(
-            batch_index=batch.batch_index,
-            batch_seed=batch.seed,
-            asset_set_id=batch.asset_set_id,
-            manifest_sha256=deployment.manifest_sha256,
-            manifest_roles=dict(deployment.manifest.get("roles", {})),
-            output_dir=plan.output_dir,
-            recording_dir=self.recording_dir,
-            fence=self.session,
-            cameras=self.camera_rig(task),
-        )
-        bar.set_postfix(
-            batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
-            accepted=plan.totals()[0],
-        )
+        bar.set_postfix(batch=f"{b + 1}/{len(plan.batches)}", accepted=plan.totals()[0])
         self.phase = "episode"
-        todo = [
-            j for j in range(plan.episodes_per_batch) if not plan.is_done(batch.batch_index, j)
-        ]
-        for episode_index in todo:
-            self.episode_index = episode_index
-            outcome = run_episode(
-                self.env, ctx, episode_index, initial_checks=initial, final_checks=final
-            )
-            record = EpisodeRecord(outcome.accepted, outcome.committed, outcome.reset_error is None)
-            events = list(outcome.events)
-            if outcome.reset_error is not None:
-                self._record_unreset_episode(events, outcome.reset_error)
-                raise outcome.reset_error
-            if episode_index == todo[-1]:
-                # The batch's last episode and BatchFinished share one transaction.
-                events.append(self._batch_finished(batch.batch_index, extra=record))
-            # Queued: the writer appends it while the next episode runs; the episode's log
-            # lines are emitted only once its events are durable.
-            self.append(events, self._episode_logger(batch.batch_index, episode_index, outcome))
-            plan.record_done(batch.batch_index, episode_index, record)
-            bar.update(1)
-            bar.set_postfix(
-                batch=f"{batch.batch_index + 1}/{len(plan.batches)}",
-                accepted=plan.totals()[0],
-            )
-        self.episode_index = None
-        if not todo:  # every episode was done before the crash; only the batch end is missing
+
+    def episode_done(self, run: EpisodeRun, bar: Any) -> None:
+        plan = self.plan
+        b, j = run.batch_index, run.episode_index
+        self.phase, self.batch_index, self.episode_index = "episode", b, j
+        events, committed = episode_events(
+            run, output_dir=plan.output_dir, recording_dir=self.recording_dir,
+            fence=self.session, rejected_dir=self.rejected_dir,
+        )
+        record = EpisodeRecord(run.accepted, committed, run.reset_error is None)
+        if run.reset_error is not None:
+            self._record_unreset_episode(events, run.reset_error)
+            raise run.reset_error
+        if j == self._todo[b][-1]:
+            # The batch's last episode and BatchFinished share one transaction.
+            events.append(self._batch_finished(b, extra=record))
+        # Queued: the writer appends it while the next episode runs; the episode's log
+        # lines are emitted only once its events are durable.
+        self.append(events, self._episode_logger(run, committed))
+        plan.record_done(b, j, record)
+        bar.update(1)
+        bar.set_postfix(batch=f"{b + 1}/{len(plan.batches)}", accepted=plan.totals()[0])
+
+    def batch_done(self, batch_index: int) -> None:
+        self.batch_index, self.episode_index = batch_index, None
+        if not self._todo[batch_index]:
+            # Every episode was done before the crash; only the batch end is missing.
             self.phase = "finish_batch"
-            self.append([self._batch_finished(batch.batch_index, extra=None)])
+            self.append([self._batch_finished(batch_index, extra=None)])
         self.update_datasets()
 
     def update_datasets(self) -> None:
@@ -445,22 +357,6 @@ class _Collector:
         if ready:
             self.append_now(ready)
         self.phase = phase
-
-    def camera_rig(self, task: Any) -> Any:
-        """The session's camera rig (None when not recording or the task has no cameras)."""
-        if self.recording_dir is None or not task.cameras:
-            return None
-        if self.cameras is None:
-            from runtime.sim.cameras import CameraRig
-
-            self.cameras = CameraRig(task.cameras)
-        return self.cameras
-
-    def close_cameras(self) -> None:
-        """Free the renderers' GL contexts (before the model they draw goes away)."""
-        if self.cameras is not None:
-            cameras, self.cameras = self.cameras, None
-            cameras.close()
 
     def _record_unreset_episode(
         self, events: list[tuple[str, dict[str, Any]]], reset_error: BaseException
@@ -488,34 +384,40 @@ class _Collector:
             accepted, attempted = accepted + int(extra.accepted), attempted + 1
         return (
             "BatchFinished",
-            {"batch_index": batch_index, "accepted": accepted, "attempted": attempted},
+            {
+                "batch_index": batch_index,
+                "accepted": accepted,
+                "attempted": attempted,
+                "session_id": self.session.session_id,
+                "worker": self._workers[batch_index],
+            },
         )
 
     def _episode_logger(
-        self, batch_index: int, episode_index: int, outcome: Any
+        self, run: EpisodeRun, committed: dict[str, Any] | None
     ) -> Callable[[], None]:
-        return lambda: self._log_episode(batch_index, episode_index, outcome)
+        return lambda: self._log_episode(run, committed)
 
-    def _log_episode(self, batch_index: int, episode_index: int, outcome: Any) -> None:
+    def _log_episode(self, run: EpisodeRun, committed: dict[str, Any] | None) -> None:
         """The episode's log lines; run once its events are in the log (never before)."""
-        judged = next(p for kind, p in outcome.events if kind == "EpisodeJudged")
+        judged = next(p for kind, p in run.events if kind == "EpisodeJudged")
         log.info(
             "episode_judged",
             run_id=self.run_id,
-            batch_index=batch_index,
-            episode_index=episode_index,
-            accepted=outcome.accepted,
+            batch_index=run.batch_index,
+            episode_index=run.episode_index,
+            accepted=run.accepted,
             reason=judged["reason"],
         )
-        if outcome.committed is not None:
+        if committed is not None:
             log.info(
                 "trajectory_committed",
                 run_id=self.run_id,
-                batch_index=batch_index,
-                episode_index=episode_index,
-                path=outcome.committed["path"],
-                bytes=outcome.committed["bytes"],
-                sha256=outcome.committed["sha256"],
+                batch_index=run.batch_index,
+                episode_index=run.episode_index,
+                path=committed["path"],
+                bytes=committed["bytes"],
+                sha256=committed["sha256"],
             )
 
     # ------------------------------------------------------------------ endings
@@ -527,15 +429,13 @@ class _Collector:
         # Every episode is in the log before the environment is reported closed; an append
         # error raised here goes through the failure path (which closes the environment).
         self.writer.drain()
-        if self.env is None:  # nothing was left to run in this session
+        if not self.executor.built:  # nothing was left to run in this session
             self.phase = "complete"
             self.append_now(then)
             return
         assert not self.deferred, "every batch ends with an append"
-        env, self.env = self.env, None
         try:
-            self.close_cameras()
-            env.close()
+            self.executor.close()
         except BaseException as error:
             self.append_now([self._closed_event(error)])
             raise
@@ -557,12 +457,10 @@ class _Collector:
         """Close the environment, append `RunFailed`; attach any secondary failure as a note."""
         self._settle_writer(error)
         can_append = not isinstance(error, SessionLost) and self.session.lost is None
-        if self.env is not None:
-            env, self.env = self.env, None
+        if self.executor.built:
             close_error: BaseException | None = None
             try:
-                self.close_cameras()
-                env.close()
+                self.executor.close()
             except BaseException as exc:
                 close_error = exc
                 error.add_note(
@@ -628,58 +526,6 @@ class _Collector:
         return True
 
 
-def refuse_bad_collection_input(
-    plan: CollectionPlan,
-    initial_checks: Sequence[CheckSpec] | None,
-    final_checks: Sequence[CheckSpec] | None,
-    environment_factory: EnvironmentFactory | None,
-) -> tuple[tuple[CheckSpec, ...] | None, tuple[CheckSpec, ...] | None, EnvironmentFactory]:
-    """Every bad-input refusal of a collection (exit 2), so that a caller about to record
-    something (``resume`` appending ``RunResumed``) can make them all first."""
-    initial = _check_specs(initial_checks, "initial_checks")
-    final = _check_specs(final_checks, "final_checks")
-    factory = environment_factory or default_environment_factory
-    if not callable(factory):
-        raise CollectionRefused("environment_factory must be callable")
-    if environment_factory is None:
-        _require_registered(plan, initial, final)
-        _check_cameras(plan)
-    return initial, final, factory
-
-
-def _require_registered(
-    plan: CollectionPlan,
-    initial: tuple[CheckSpec, ...] | None,
-    final: tuple[CheckSpec, ...] | None,
-) -> None:
-    """Refuse, before any event, a task naming checks or skills this process lacks."""
-    pending = plan.pending_batches()
-    if not pending:
-        return
-    from runtime.sim.registry import unregistered_message, unregistered_names
-    from runtime.taskfile import load_task
-
-    task = load_task(pending[0].deployment_path / "task.yaml")
-    missing = unregistered_names(task, initial, final)
-    if missing:
-        raise CollectionRefused(f"run {plan.run_id}: {unregistered_message(missing)}")
-
-
-def _check_cameras(plan: CollectionPlan) -> None:
-    """Refuse, before any event, cameras that cannot record (see check_task_cameras)."""
-    pending = plan.pending_batches()
-    if not pending or not plan.record_trajectory:
-        return
-    from runtime.taskfile import load_task
-
-    path = pending[0].deployment_path
-    task = load_task(path / "task.yaml")
-    if task.cameras:
-        from runtime.sim.cameras.rig import check_task_cameras
-
-        check_task_cameras(task, path)
-
-
 def run_collection(
     run_id: str,
     *,
@@ -693,13 +539,18 @@ def run_collection(
     verified: bool = False,
     plan: CollectionPlan | None = None,
     datasets: Sequence[Any] = (),
+    workers: int = 1,
+    ray_address: str | None = None,
+    keep_rejected: bool = False,
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
 
     Used by :func:`collect` for a prepared run and by ``resume`` for an interrupted one.
     Committed trajectories are verified against disk first unless the caller did so;
     ``plan`` (built by the caller from the state it just read) saves building it again.
+    ``workers``/``ray_address`` choose the executor (:mod:`runtime.collection.executors`).
     """
+    options = ExecutorOptions(workers, ray_address).check()
     state = store.state(run_id)
     version = state.version
     if plan is None:
@@ -716,23 +567,31 @@ def run_collection(
         from runtime.export.live import LiveDatasets
 
         live = LiveDatasets(run_id, datasets, store, before_publish=session.check)
-    collector = _Collector(
+    settings = WorkSettings(
+        factory=factory,
+        settle_steps=plan.settle_steps,
+        record=plan.record_trajectory,
+        initial_checks=initial,
+        final_checks=final,
+        run_id=run_id,
+        keep_rejected=keep_rejected,
+    )
+    driver = Driver(
         store,
         session,
         plan,
         version,
-        initial_checks=initial,
-        final_checks=final,
-        factory=factory,
+        executor=options.build(settings),
         progress=progress,
         datasets=live,
+        keep_rejected=keep_rejected,
     )
     path = report_path_of(plan)
     try:
         try:
-            collector.run()
+            driver.run()
         except BaseException as error:
-            collector.fail(error)
+            driver.fail(error)
             if isinstance(error, SessionLost) or session.lost is not None:
                 raise  # the run is another session's now: its report is not ours to write
             try:
@@ -744,7 +603,8 @@ def run_collection(
                 )
             raise
     finally:
-        collector.writer.close()
+        driver.writer.close()
+        driver.executor.shutdown()
         if live is not None:
             live.close()
     report = write_report(store, run_id, path, session)
@@ -771,17 +631,29 @@ def collect(
     episodes_per_batch: int | None = None,
     progress: bool = True,
     datasets: Sequence[Any] = (),
+    workers: int = 1,
+    ray_address: str | None = None,
+    keep_rejected: bool = False,
 ) -> CollectionResult:
     """Collect a prepared run: every batch, `episodes_per_batch` episodes each.
+
+    ``keep_rejected``: a rejected episode's recorded trajectory (and camera files) is kept
+    under ``rejected/run_<session>/`` and listed in its `TrajectoryDiscarded` (``kept``).
 
     The lease is taken first, so a second `collect`/`resume` of the same run while this one
     is alive is refused with ``LeaseHeld`` naming this session. An interrupted or failed
     collection is continued with ``runtime.resume.resume``, never with ``collect``.
+    A run whose hash chain does not verify (the cheap check from its anchor,
+    ``store.require_intact_chain``) is refused with ``ChainBroken`` before the lease is
+    taken, so nothing (not even a ``LeaseTakenOver``) is appended to an altered log.
 
     ``environment_factory(deployment_dir, *, seed, settle_steps)`` replaces the MuJoCo
     environment; what it returns must offer ``reset(seed | None)``, ``replace_assets``,
     ``run_checks``, ``run_program`` and ``close`` (see ``EnvironmentFactory``).
+    ``workers`` > 1 runs on a local Ray instance, ``ray_address`` on an existing cluster.
     """
+    ExecutorOptions(workers, ray_address).check()  # before the lease: exit 2 records nothing
+    store.require_intact_chain(run_id)
     session = CollectorSession.open(store, run_id)
     try:
         state = store.state(run_id)
@@ -802,21 +674,12 @@ def collect(
             episodes_per_batch=episodes_per_batch,
             progress=progress,
             datasets=datasets,
+            workers=workers,
+            ray_address=ray_address,
+            keep_rejected=keep_rejected,
         )
     except BaseException as error:
         end_session(session, error)
         raise
     end_session(session, None)
     return result
-
-
-__all__ = [
-    "AssetcastError",
-    "BatchOutcome",
-    "CollectionRefused",
-    "CollectionResult",
-    "EpisodeOutcome",
-    "collect",
-    "default_environment_factory",
-    "run_collection",
-]

@@ -1,14 +1,17 @@
-"""One episode, from reset to the events that describe it.
+"""One episode on a worker's environment, from reset to its verdict and its files' bytes.
 
-Nothing here touches the store: the episode produces its trajectory file (fsynced by
-``commit_trajectory``) and then the complete list of its events, which the collector appends
-in ONE transaction. So the log either knows the whole episode, including a receipt for a
-file that is already durable, or nothing of it (and resume re-runs it from its start).
+Nothing here touches the store or the run's output directory: a worker (in this process or
+on another machine) runs the episode and returns its events up to `EpisodeJudged`, the
+verdict, and, for an accepted recorded episode, the encoded bytes of its trajectory and
+camera files. The driver (:mod:`runtime.collection.commit`), which holds the run's lease,
+writes those files durably and then appends the episode's events in ONE transaction, so the
+log either knows the whole episode, including a receipt for a file already on disk, or
+nothing of it (and resume re-runs it from its start).
 
-After the commit-or-discard the environment is asked to return to its nominal state with
-``env.reset(None)``; only when that call returns does the episode get `ResetSubmitted`.
-A reset that raises leaves a *done* episode (its verdict and file stand) without
-`ResetSubmitted`; the collector logs it and then fails the run with that error.
+After the verdict (and the encoding of its files) the environment is asked to return to its
+nominal state with ``env.reset(None)``; only when that call returns does the episode get
+`ResetSubmitted`. A reset that raises leaves a *done* episode (its verdict and files stand)
+without `ResetSubmitted`; the driver logs it and then fails the run with that error.
 """
 
 from __future__ import annotations
@@ -17,11 +20,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from domain.task import CheckSpec
-from runtime.collect_support.recordings import episode_file_name, to_log_path
 from runtime.seeds import episode_seed
 
 ACCEPTED = "accepted"
@@ -30,31 +31,57 @@ PROGRAM_INCOMPLETE = "program_incomplete"
 FINAL_CHECKS_FAILED = "final_checks_failed"
 RECORDING_DISABLED = "recording_disabled"
 
+Events = list[tuple[str, dict[str, Any]]]
+CameraFile = tuple[str | None, str, str, bytes]
+"""``(camera, modality, file name, bytes)``; the metadata file has camera ``None``."""
+
 
 @dataclass(frozen=True)
 class EpisodeContext:
-    """What an episode needs to know about its place in the run."""
+    """What an episode needs to know about its place in the run (no paths of the driver)."""
 
     batch_index: int
     batch_seed: int
     asset_set_id: str
     manifest_sha256: str
     manifest_roles: dict[str, Any]
-    output_dir: Path
-    recording_dir: Path | None  # None: recording disabled
-    fence: Any = None  # the session: checked right before a trajectory file is published
+    record: bool  # False: recording disabled
     cameras: Any = None  # runtime.sim.cameras.CameraRig when the task has cameras
+    run_id: str = ""
+    task_id: str = ""
+    keep_rejected: bool = False  # also encode the files of a rejected recorded episode
+
+
+@dataclass(frozen=True)
+class EpisodeFiles:
+    """The encoded files of an accepted recorded episode (trajectory first, then cameras)."""
+
+    trajectory: bytes
+    cameras: tuple[CameraFile, ...] = ()
+    encode_s: float = 0.0
+
+    @property
+    def size(self) -> int:
+        return len(self.trajectory) + sum(len(f[3]) for f in self.cameras)
 
 
 @dataclass(frozen=True)
 class EpisodeRun:
-    """The episode's events and verdict. ``reset_error`` is set when the post-episode
-    ``env.reset(None)`` raised: ``events`` then end at the commit-or-discard."""
+    """An episode as a worker saw it.
 
-    events: list[tuple[str, dict[str, Any]]]
+    ``events`` run from `EpisodeStarted` to `EpisodeJudged`; ``files`` is set exactly when the
+    trajectory is to be committed (otherwise ``discard_reason`` says why not). ``reset_s`` is
+    the post-episode reset's duration, None when ``reset_error`` is set (it raised)."""
+
+    batch_index: int
+    episode_index: int
+    events: Events
     accepted: bool
-    committed: dict[str, Any] | None
+    files: EpisodeFiles | None
+    discard_reason: str | None
+    reset_s: float | None
     reset_error: BaseException | None = None
+    rejected_files: EpisodeFiles | None = None  # --keep-rejected: what a rejected one recorded
 
 
 def _sim() -> Any:
@@ -67,11 +94,14 @@ def _sim() -> Any:
 def trajectory_metadata(ctx: EpisodeContext, episode_index: int, seed: int) -> dict[str, Any]:
     """Provenance stored inside the trajectory file.
 
-    Only facts fixed by the task, the assets and the seed go in (never the run id, session,
-    host, path or time), so a resumed run writes byte-identical files to an uninterrupted one.
+    Only facts fixed by the run, its task, the assets and the seed go in (the run id and
+    task id, never the session, host, path, worker or time), so a resumed run, or one on any
+    number of workers, writes byte-identical files to an uninterrupted one-process run.
     """
     return {
         "schema_version": 1,
+        "run_id": ctx.run_id,
+        "task_id": ctx.task_id,
         "batch_index": ctx.batch_index,
         "episode_index": episode_index,
         "batch_seed": ctx.batch_seed,
@@ -82,24 +112,24 @@ def trajectory_metadata(ctx: EpisodeContext, episode_index: int, seed: int) -> d
     }
 
 
-def commit_frames(
-    env: Any, recorder: Any, ctx: EpisodeContext, batch_index: int, episode_index: int
-) -> list[dict[str, Any]]:
-    """Write the episode's camera files durably (none without cameras); their receipts."""
-    if ctx.cameras is None or ctx.recording_dir is None:
-        return []
-    from runtime.sim.cameras import control_rate_hz
-    from runtime.sim.cameras.storage import commit_episode_files
+def encode_files(
+    env: Any, recorder: Any, ctx: EpisodeContext, episode_index: int, seed: int
+) -> EpisodeFiles:
+    """The episode's trajectory and camera files as bytes (cameras only with a rig)."""
+    from runtime.sim.recorder import trajectory_bytes
 
-    return commit_episode_files(
-        recorder,
-        ctx.recording_dir,
-        batch_index,
-        episode_index,
-        control_rate_hz=control_rate_hz(env),
-        log_path=lambda path: to_log_path(ctx.output_dir, path),
-        fence=ctx.fence,
-    )
+    started = time.perf_counter()
+    cameras: tuple[CameraFile, ...] = ()
+    if ctx.cameras is not None:
+        from runtime.sim.cameras import control_rate_hz
+        from runtime.sim.cameras.storage import episode_files
+
+        cameras = tuple(
+            episode_files(recorder, ctx.batch_index, episode_index, control_rate_hz(env))
+        )
+    payload = recorder.to_payload(trajectory_metadata(ctx, episode_index, seed))
+    data = trajectory_bytes(payload)
+    return EpisodeFiles(data, cameras, round(time.perf_counter() - started, 6))
 
 
 def run_episode(
@@ -110,8 +140,8 @@ def run_episode(
     initial_checks: Sequence[CheckSpec],
     final_checks: Sequence[CheckSpec],
 ) -> EpisodeRun:
-    """Reset, check, execute, judge, commit-or-discard and reset one episode; return its
-    events. Exceptions before the commit-or-discard propagate (the episode is not done)."""
+    """Reset, check, execute, judge, encode and reset one episode. Exceptions before the
+    verdict is complete propagate (the episode is not done)."""
     sim = _sim()
     b, j = ctx.batch_index, episode_index
     seed = episode_seed(ctx.batch_seed, j)
@@ -121,7 +151,7 @@ def run_episode(
     reset_s = clock.lap()
     initial = tuple(env.run_checks(initial_checks))
     initial_passed = bool(sim.checks_accept(initial))
-    events: list[tuple[str, dict[str, Any]]] = [
+    events: Events = [
         (
             "EpisodeStarted",
             {
@@ -145,7 +175,7 @@ def run_episode(
     if not initial_passed:
         reason = INITIAL_CHECKS_FAILED
     else:
-        if ctx.recording_dir is not None:
+        if ctx.record:
             recorder = sim.TrajectoryRecorder.for_environment(env)
             if ctx.cameras is not None:
                 from runtime.sim.cameras import FrameRecorder
@@ -185,40 +215,27 @@ def run_episode(
             },
         )
     )
-    committed: dict[str, Any] | None = None
-    if accepted and recorder is not None and ctx.recording_dir is not None:
-        files = commit_frames(env, recorder, ctx, b, j)
-        payload = recorder.to_payload(trajectory_metadata(ctx, j, seed))
-        receipt = sim.commit_trajectory(
-            payload, ctx.recording_dir / episode_file_name(b, j), fence=ctx.fence
-        )
-        committed = {
-            "batch_index": b,
-            "episode_index": j,
-            "path": to_log_path(ctx.output_dir, Path(receipt.path)),
-            "bytes": int(receipt.bytes),
-            "sha256": str(receipt.sha256),
-            "files": files,
-        }
-        events.append(("TrajectoryCommitted", {**committed, "duration_s": clock.lap()}))
+    files: EpisodeFiles | None = None
+    kept: EpisodeFiles | None = None
+    discard: str | None = None
+    if accepted and recorder is not None:
+        files = encode_files(env, recorder, ctx, j, seed)
     else:
         discard = RECORDING_DISABLED if accepted else reason
-        clock.lap()
-        events.append(
-            ("TrajectoryDiscarded", {"batch_index": b, "episode_index": j, "reason": discard})
-        )
-    # Only now, with the verdict fixed and the file durable, is the environment asked to
+        if not accepted and recorder is not None and ctx.keep_rejected:
+            kept = encode_files(env, recorder, ctx, j, seed)
+    clock.lap()
+    # Only now, with the verdict fixed and the files encoded, is the environment asked to
     # return to its nominal state. ResetSubmitted records that this request was made and
     # returned; if it raised, the episode is still done (commit-or-discard) but not reset.
     del recorder
     try:
         env.reset(None)
     except BaseException as error:  # KeyboardInterrupt too: the verdict is still logged
-        return EpisodeRun(events, accepted, committed, reset_error=error)
-    events.append(
-        ("ResetSubmitted", {"batch_index": b, "episode_index": j, "duration_s": clock.lap()})
-    )
-    return EpisodeRun(events, accepted, committed)
+        return EpisodeRun(
+            b, j, events, accepted, files, discard, None, reset_error=error, rejected_files=kept
+        )
+    return EpisodeRun(b, j, events, accepted, files, discard, clock.lap(), rejected_files=kept)
 
 
 class _PhaseClock:

@@ -1,0 +1,41 @@
+"""Collection: a run's prepared batches executed on workers, recorded by one driver.
+
+Modules, one purpose each: ``driver`` (the session's pass, single writer of the log and of
+committed files), ``plan`` (what is left to do, from the log), ``episode`` (one episode on a
+worker's environment), ``commit`` (an episode's files made durable, its events assembled),
+``ledger`` (the pipelined append thread), ``recordings`` (files on disk versus the log),
+``refusals`` (bad input refused before anything is recorded), ``results`` (what a session
+returns), ``environment`` (the environment factory), ``progress``, ``demo_run`` (a small
+prepared demo run for tests and benchmarks), and ``executors/`` (where episodes run).
+"""
+
+from runtime.collection.driver import (
+    LEDGER_PIPELINE_DEPTH,
+    collect,
+    end_session,
+    run_collection,
+)
+from runtime.collection.environment import EnvironmentFactory, default_environment_factory
+from runtime.collection.plan import CollectionRefused
+from runtime.collection.refusals import refuse_bad_collection_input
+from runtime.collection.results import (
+    REPORT_NAME,
+    BatchOutcome,
+    CollectionResult,
+    EpisodeOutcome,
+)
+
+__all__ = [
+    "LEDGER_PIPELINE_DEPTH",
+    "REPORT_NAME",
+    "BatchOutcome",
+    "CollectionRefused",
+    "CollectionResult",
+    "EnvironmentFactory",
+    "EpisodeOutcome",
+    "collect",
+    "default_environment_factory",
+    "end_session",
+    "refuse_bad_collection_input",
+    "run_collection",
+]

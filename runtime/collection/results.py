@@ -1,0 +1,89 @@
+"""What a collection session returns: the log's view of the run after it, as in `report.json`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime.collection.plan import CollectionPlan
+from runtime.files import write_json_atomic
+from store.projections.collection_report import collection_report
+
+REPORT_NAME = "report.json"
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """Acceptance and reset submission of one done episode (not a persistence receipt)."""
+
+    episode_index: int
+    accepted: bool
+    reset_submitted: bool
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    batch_index: int
+    asset_set_id: str
+    episodes: tuple[EpisodeOutcome, ...]
+    close_finalized: bool
+
+
+@dataclass(frozen=True)
+class CollectionResult:
+    """What the log says after this session; identical to `report.json`.
+
+    ``unlogged_recordings`` lists trajectory files found on disk that the log never
+    recorded (written just before a crash); they were moved to ``quarantine/<session_id>/``
+    and their episodes re-run.
+    """
+
+    run_id: str
+    batches: tuple[BatchOutcome, ...]
+    report_path: Path
+    environment_constructions: int
+    unlogged_recordings: tuple[Path, ...] = ()
+
+    @property
+    def accepted(self) -> int:
+        return sum(e.accepted for b in self.batches for e in b.episodes)
+
+
+def report_path_of(plan: CollectionPlan) -> Path:
+    return plan.output_dir / REPORT_NAME
+
+
+def write_report(
+    store: Any, run_id: str, path: Path, fence: Any | None = None
+) -> dict[str, Any]:
+    """Write `report.json` from the log (the same projection `show --json` prints), streamed
+    (memory: the report's own size, never the log's); ``fence`` (the session) is checked
+    right before it is published."""
+    report = collection_report(store.iter_events(run_id))
+    write_json_atomic(path, report, fence=fence)
+    return report
+
+
+def result_from_report(
+    run_id: str, report: dict[str, Any], path: Path, unlogged: tuple[Path, ...] = ()
+) -> CollectionResult:
+    batches = tuple(
+        BatchOutcome(
+            batch_index=b["batch_index"],
+            asset_set_id=b["asset_set_id"],
+            episodes=tuple(
+                EpisodeOutcome(e["episode_index"], e["accepted"], e["reset_submitted"])
+                for e in b["episodes"]
+            ),
+            close_finalized=b["close_finalized"],
+        )
+        for b in report["batches"]
+    )
+    return CollectionResult(
+        run_id=run_id,
+        batches=batches,
+        report_path=path,
+        environment_constructions=report["environment_constructions"],
+        unlogged_recordings=unlogged,
+    )
