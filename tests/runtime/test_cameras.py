@@ -269,3 +269,42 @@ def test_frustum_culling_drops_geoms_but_no_pixel(
     for culled_frame, full_frame in zip(with_culling, without, strict=True):
         for modality, image in full_frame.images.items():
             assert np.array_equal(culled_frame.images[modality], image), modality
+
+
+def test_the_collecting_process_never_holds_a_gl_context_and_survives_a_dead_renderer() -> None:
+    """Frames render in the render process: the recording process chooses no GL backend
+    (so it may fork), and a render process that dies is reported by name and replaced."""
+    done = _python(
+        """
+        import os, signal
+        from runtime.collection.demo_run import demo_task_path
+        from runtime.sim.cameras import CameraRig, FrameRecorder, backend, render_server
+        from runtime.sim.environment import TaskEnvironment
+        from runtime.sim.recorder import TrajectoryRecorder
+        from runtime.taskfile import load_task
+
+        task = load_task(demo_task_path())
+        env = TaskEnvironment(task, demo_task_path().parent)
+        env.reset(None)
+        rig = CameraRig(task.cameras)
+        recorder = FrameRecorder(TrajectoryRecorder.for_environment(env), rig, env)
+        recorder.begin(env.observation())
+        frames = sum(r.frame_count for r in recorder.recordings.values())
+        print("frames", frames, "chosen here:", backend._chosen)
+        process = render_server.server().process
+        first = process.pid
+        os.kill(first, signal.SIGKILL)
+        process.wait()
+        try:
+            rig.renderer_for(env).render(env.data, task.cameras[0])
+        except render_server.RenderServerDied as error:
+            print("died:", error)
+        rig.close()
+        print("replaced:", render_server.server().process.pid != first)
+        env.close()
+        """
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "frames 2 chosen here: None", done.stderr[-2000:]
+    assert lines[1] == "died: the camera render process exited (exit code -9)"
+    assert lines[2] == "replaced: True"
