@@ -308,3 +308,19 @@ def test_the_collecting_process_never_holds_a_gl_context_and_survives_a_dead_ren
     assert lines[0] == "frames 2 chosen here: None", done.stderr[-2000:]
     assert lines[1] == "died: the camera render process exited (exit code -9)"
     assert lines[2] == "replaced: True"
+
+
+def test_llvmpipe_is_pinned_to_one_thread_for_small_cameras_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Set before the first context of a process (ensure_backend calls it before probing)."""
+    from runtime.sim.cameras import backend
+
+    monkeypatch.delenv("LP_NUM_THREADS", raising=False)
+    backend._pin_rasterizer_threads(512 * 512)
+    assert "LP_NUM_THREADS" not in os.environ
+    backend._pin_rasterizer_threads(256 * 256)
+    assert os.environ["LP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("LP_NUM_THREADS", "2")
+    backend._pin_rasterizer_threads(128 * 128)
+    assert os.environ["LP_NUM_THREADS"] == "2"  # the user's choice stands

@@ -157,7 +157,8 @@ def serve(connection: Any) -> None:
             if kind == "backend":
                 from runtime.sim.cameras.backend import ensure_backend
 
-                reply: Any = ensure_backend(*args)
+                explicit, max_pixels = args
+                reply: Any = ensure_backend(explicit, max_pixels=max_pixels)
             elif kind == "open":
                 slots[slot_id] = _Slot(*args)
                 reply = None
@@ -287,9 +288,10 @@ def _stop_server() -> None:
 atexit.register(_stop_server)
 
 
-def check_backend(explicit: str | None = None) -> str:
-    """Choose and probe the GL backend in the render process (one-line error if none)."""
-    return str(server().call("backend", 0, explicit))
+def check_backend(explicit: str | None = None, *, max_pixels: int | None = None) -> str:
+    """Choose and probe the GL backend in the render process (one-line error if none);
+    ``max_pixels``: the largest camera image (chooses llvmpipe's threads, see backend)."""
+    return str(server().call("backend", 0, explicit, max_pixels))
 
 
 class RemoteRenderer:

@@ -141,7 +141,7 @@ backend is probed in the render process: this one never creates a GL context."""
     from runtime.sim.cameras.render_server import check_backend
     from runtime.sim.environment import TaskEnvironment
 
-    check_backend(backend)
+    check_backend(backend, max_pixels=max(c.width * c.height for c in task.cameras))
     env = TaskEnvironment(task, Path(base_dir))
     try:
         CameraRig(task.cameras, backend=backend, source=source).validate(env)
