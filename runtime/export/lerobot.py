@@ -39,6 +39,7 @@ from runtime.export.features import (
     frame_rows,
     values,
 )
+from runtime.export.hashes import known_sha256
 from runtime.export.sink import FileSink
 from runtime.export.stats import (
     STAT_KEYS,
@@ -47,7 +48,6 @@ from runtime.export.stats import (
     episode_stats,
     image_stats,
 )
-from runtime.files import file_sha256
 
 log = structlog.get_logger(__name__)
 
@@ -201,17 +201,15 @@ class PreviousVersion:
         files no longer hash to the digest it is named by: a file edited in place is never
         carried into a new version."""
         files = {
-            path.relative_to(root).as_posix(): file_sha256(path)
+            path.relative_to(root).as_posix(): known_sha256(path)
             for path in sorted(root.rglob("*")) if path.is_file()
         }
         if sha256_json(files)[:32] != root.name:
             log.warning("dataset_previous_version_altered", path=str(root))
             return None
-        try:
-            rows = pq.read_table(root / EPISODES_PATH.format(chunk_index=0, file_index=0))
-        except (OSError, pa.ArrowException):
-            return None
-        return cls(root, manifest, rows.to_pylist(), files)
+        episodes = EPISODES_PATH.format(chunk_index=0, file_index=0)
+        rows = _episode_rows(root / episodes, files.get(episodes))
+        return None if rows is None else cls(root, manifest, rows, files)
 
     def link_into(self, sink: FileSink, relpath: str) -> None:
         sink.link(relpath, self.root / relpath, digest=self.files[relpath])
@@ -231,6 +229,24 @@ class PreviousVersion:
                 break
             shared += 1
         return shared
+
+
+_ROWS: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+
+def _episode_rows(path: Path, digest: str | None) -> list[dict[str, Any]] | None:
+    """``meta/episodes`` rows of a version, parsed once per process and file content."""
+    if digest is None:
+        return None
+    key = (str(path), digest)
+    if key not in _ROWS:
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (OSError, pa.ArrowException):
+            return None
+        _ROWS.clear()  # only the latest version is ever reused
+        _ROWS[key] = rows
+    return _ROWS[key]
 
 
 def data_groups(
