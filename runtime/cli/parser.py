@@ -92,6 +92,18 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _executor_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers", type=int, default=1, metavar="N",
+        help="run episodes on N Ray workers (a local Ray instance; needs assetcast[ray]); "
+        "default 1: in this process, no Ray",
+    )
+    parser.add_argument(
+        "--ray-address", metavar="ADDR",
+        help="join an existing Ray cluster (e.g. HEAD:6379, started with `ray start --head`)",
+    )
+
+
 def _dataset_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
@@ -99,6 +111,13 @@ def _dataset_flag(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="keep a dataset up to date as batches finish: lerobot:DIR or robomimic:FILE "
         "(repeatable)",
+    )
+
+
+def _keep_rejected_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-rejected", action="store_true",
+        help="keep rejected episodes' trajectories (and camera files) under rejected/",
     )
 
 
@@ -144,6 +163,15 @@ def _import_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pouring", action="store_true",
         help="estimate provenance.pouring (mouth/opening radius) from the inner rim",
+    )
+    parser.add_argument("--mass", type=float, metavar="KG", help="the asset's mass")
+    parser.add_argument(
+        "--density", type=float, metavar="KG_M3",
+        help="density times the mesh volume gives the mass (default: the task's density)",
+    )
+    parser.add_argument(
+        "--friction", metavar="S[,T[,R]]",
+        help="sliding[,torsional[,rolling]] friction (default: the simulator's)",
     )
     parser.add_argument(
         "--drop-missing-references", action="store_true",
@@ -239,18 +267,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
+    _keep_rejected_flag(p)
     _dataset_flag(p)
     _render_flag(p)
 
     p = command("run", cmd_run, "prepare, then collect (resume finishes both)")
     _prepare_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
+    _keep_rejected_flag(p)
     _dataset_flag(p)
     _render_flag(p)
 
     p = command("resume", cmd_resume, "finish what a failed or interrupted run set out to do")
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
+    _keep_rejected_flag(p)
+    p.add_argument(
+        "--repair", action="store_true",
+        help="first re-run every episode whose committed file is missing or corrupt and "
+        "restore it if it has the logged SHA-256",
+    )
     _dataset_flag(p)
     _render_flag(p)
 
