@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -316,24 +317,34 @@ def write_lerobot(
     blocks = {
         i: episode_frames(columns, data(i), i, starts[i], fps, stride) for i in fresh
     }
-    fresh_stats = (
-        episode_stats([blocks[i] for i in fresh], list(features)) if fresh else []
-    )
-    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
     old_files = {}
     for number, row in enumerate(old_rows):
         old_files.setdefault((row["data/chunk_index"], row["data/file_index"]), []).append(number)
+    # Data files are encoded on worker threads (pyarrow releases the GIL) while this thread
+    # computes the stats and metadata.
+    encoding = []
     for file_number, group in enumerate(groups):
         chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
         path = DATA_PATH.format(chunk_index=chunk_index, file_index=file_index)
         if group[-1] < reused and old_files.get((chunk_index, file_index)) == group:
             assert previous is not None
             previous.link_into(sink, path)
-        else:
-            for i in group:
-                if i not in blocks:
-                    blocks[i] = episode_frames(columns, data(i), i, starts[i], fps, stride)
-            sink.write(path, _parquet_bytes(_frame_table([blocks[i] for i in group], features)))
+            continue
+        for i in group:
+            if i not in blocks:
+                blocks[i] = episode_frames(columns, data(i), i, starts[i], fps, stride)
+        encoding.append(_encoders().submit(
+            _write_data_file, sink, path, [blocks[i] for i in group], features
+        ))
+    try:
+        fresh_stats = (
+            episode_stats([blocks[i] for i in fresh], list(features)) if fresh else []
+        )
+    finally:
+        wait(encoding)  # nothing may still write into the folder once this returns or raises
+    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
+    for file_number, group in enumerate(groups):
+        chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
         for i in group:
             if i < reused:
                 continue
@@ -363,6 +374,8 @@ def write_lerobot(
                 for cam in videos:
                     video = _video_path(cam, i)
                     previous.link_into(sink, video)  # type: ignore[union-attr]
+    for job in encoding:
+        job.result()
     sink.write(EPISODES_PATH.format(chunk_index=0, file_index=0),
                _parquet_bytes(_episodes_table(rows)))
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
@@ -390,6 +403,17 @@ def write_lerobot(
     }
     sink.write("meta/info.json", json_bytes(info))
     return {"total_episodes": len(episodes), "total_frames": total_frames}
+
+
+@functools.cache
+def _encoders() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(2, thread_name_prefix="assetcast-parquet")
+
+
+def _write_data_file(
+    sink: FileSink, path: str, blocks: list[dict[str, np.ndarray]], features: dict[str, Any]
+) -> None:
+    sink.write(path, _parquet_bytes(_frame_table(blocks, features)))
 
 
 def _provenance_columns(episode: CommittedEpisode) -> dict[str, Any]:
