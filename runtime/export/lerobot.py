@@ -405,9 +405,10 @@ def write_lerobot(
     return {"total_episodes": len(episodes), "total_frames": total_frames}
 
 
-@functools.cache
 def _encoders() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(2, thread_name_prefix="assetcast-parquet")
+    from runtime.export.publish import worker_pool
+
+    return worker_pool("parquet", 2)
 
 
 def _write_data_file(
