@@ -22,6 +22,7 @@ from domain.canonical import sha256_json
 from domain.errors import AssetcastInputError
 from runtime.export.episodes import DatasetSource
 from runtime.export.errors import NotADataset
+from runtime.export.hashes import known_sha256, remember
 from runtime.export.publish import BackgroundSync, DirectoryTarget, FileTarget, parent_lock
 from runtime.export.sink import FileSink
 from runtime.files import file_sha256
@@ -144,17 +145,20 @@ def check_target(spec: DatasetSpec) -> None:
     read_manifest(spec)
 
 
-def current_files(spec: DatasetSpec) -> dict[str, str]:
-    """Every file of the dataset as it is on disk now (relative path -> SHA-256)."""
+def current_files(spec: DatasetSpec, *, memo: bool = True) -> dict[str, str]:
+    """Every file of the dataset as it is on disk now (relative path -> SHA-256); ``memo``:
+    files this process wrote or hashed, still with their inode, size and mtime, are not
+    hashed again (checks of untrusted files pass False)."""
+    digest_of = known_sha256 if memo else file_sha256
     if spec.format == "robomimic":
-        return {spec.path.name: file_sha256(spec.path)} if spec.path.is_file() else {}
+        return {spec.path.name: digest_of(spec.path)} if spec.path.is_file() else {}
     current = DirectoryTarget(spec.path).current()
     if current is None:
         return {}
     found = {}
     for path in sorted(current.rglob("*")):
         if path.is_file() or path.is_symlink():
-            found[path.relative_to(current).as_posix()] = file_sha256(path)
+            found[path.relative_to(current).as_posix()] = digest_of(path)
     return found
 
 
@@ -300,11 +304,13 @@ def _write(
             )
             synced = background.wait()
             before_publish()
-            target.publish(temporary, dataset_digest(files), skip=linked | synced)
+            final = target.publish(temporary, dataset_digest(files), skip=linked | synced)
         except BaseException:
             background.wait_quietly()
             target.discard(temporary)
             raise
+        for relpath, digest in files.items():
+            remember(final / relpath, digest)
         return files, totals
     file_target = FileTarget(spec.path)
     temporary = file_target.new_file()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from runtime.export.features import (
     frame_rows,
     values,
 )
+from runtime.export.hashes import known_sha256
 from runtime.export.sink import FileSink
 from runtime.export.stats import (
     STAT_KEYS,
@@ -47,7 +49,6 @@ from runtime.export.stats import (
     episode_stats,
     image_stats,
 )
-from runtime.files import file_sha256
 
 log = structlog.get_logger(__name__)
 
@@ -201,17 +202,15 @@ class PreviousVersion:
         files no longer hash to the digest it is named by: a file edited in place is never
         carried into a new version."""
         files = {
-            path.relative_to(root).as_posix(): file_sha256(path)
+            path.relative_to(root).as_posix(): known_sha256(path)
             for path in sorted(root.rglob("*")) if path.is_file()
         }
         if sha256_json(files)[:32] != root.name:
             log.warning("dataset_previous_version_altered", path=str(root))
             return None
-        try:
-            rows = pq.read_table(root / EPISODES_PATH.format(chunk_index=0, file_index=0))
-        except (OSError, pa.ArrowException):
-            return None
-        return cls(root, manifest, rows.to_pylist(), files)
+        episodes = EPISODES_PATH.format(chunk_index=0, file_index=0)
+        rows = _episode_rows(root / episodes, files.get(episodes))
+        return None if rows is None else cls(root, manifest, rows, files)
 
     def link_into(self, sink: FileSink, relpath: str) -> None:
         sink.link(relpath, self.root / relpath, digest=self.files[relpath])
@@ -231,6 +230,24 @@ class PreviousVersion:
                 break
             shared += 1
         return shared
+
+
+_ROWS: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+
+def _episode_rows(path: Path, digest: str | None) -> list[dict[str, Any]] | None:
+    """``meta/episodes`` rows of a version, parsed once per process and file content."""
+    if digest is None:
+        return None
+    key = (str(path), digest)
+    if key not in _ROWS:
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (OSError, pa.ArrowException):
+            return None
+        _ROWS.clear()  # only the latest version is ever reused
+        _ROWS[key] = rows
+    return _ROWS[key]
 
 
 def data_groups(
@@ -300,24 +317,34 @@ def write_lerobot(
     blocks = {
         i: episode_frames(columns, data(i), i, starts[i], fps, stride) for i in fresh
     }
-    fresh_stats = (
-        episode_stats([blocks[i] for i in fresh], list(features)) if fresh else []
-    )
-    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
     old_files = {}
     for number, row in enumerate(old_rows):
         old_files.setdefault((row["data/chunk_index"], row["data/file_index"]), []).append(number)
+    # Data files are encoded on worker threads (pyarrow releases the GIL) while this thread
+    # computes the stats and metadata.
+    encoding = []
     for file_number, group in enumerate(groups):
         chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
         path = DATA_PATH.format(chunk_index=chunk_index, file_index=file_index)
         if group[-1] < reused and old_files.get((chunk_index, file_index)) == group:
             assert previous is not None
             previous.link_into(sink, path)
-        else:
-            for i in group:
-                if i not in blocks:
-                    blocks[i] = episode_frames(columns, data(i), i, starts[i], fps, stride)
-            sink.write(path, _parquet_bytes(_frame_table([blocks[i] for i in group], features)))
+            continue
+        for i in group:
+            if i not in blocks:
+                blocks[i] = episode_frames(columns, data(i), i, starts[i], fps, stride)
+        encoding.append(_encoders().submit(
+            _write_data_file, sink, path, [blocks[i] for i in group], features
+        ))
+    try:
+        fresh_stats = (
+            episode_stats([blocks[i] for i in fresh], list(features)) if fresh else []
+        )
+    finally:
+        wait(encoding)  # nothing may still write into the folder once this returns or raises
+    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
+    for file_number, group in enumerate(groups):
+        chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
         for i in group:
             if i < reused:
                 continue
@@ -347,6 +374,8 @@ def write_lerobot(
                 for cam in videos:
                     video = _video_path(cam, i)
                     previous.link_into(sink, video)  # type: ignore[union-attr]
+    for job in encoding:
+        job.result()
     sink.write(EPISODES_PATH.format(chunk_index=0, file_index=0),
                _parquet_bytes(_episodes_table(rows)))
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
@@ -374,6 +403,18 @@ def write_lerobot(
     }
     sink.write("meta/info.json", json_bytes(info))
     return {"total_episodes": len(episodes), "total_frames": total_frames}
+
+
+def _encoders() -> ThreadPoolExecutor:
+    from runtime.export.publish import worker_pool
+
+    return worker_pool("parquet", 2)
+
+
+def _write_data_file(
+    sink: FileSink, path: str, blocks: list[dict[str, np.ndarray]], features: dict[str, Any]
+) -> None:
+    sink.write(path, _parquet_bytes(_frame_table(blocks, features)))
 
 
 def _provenance_columns(episode: CommittedEpisode) -> dict[str, Any]:

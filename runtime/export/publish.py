@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import os
 import secrets
 import shutil
@@ -52,10 +51,22 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-@functools.cache
+_POOLS: dict[tuple[str, int], ThreadPoolExecutor] = {}
+
+
+def worker_pool(name: str, size: int) -> ThreadPoolExecutor:
+    """A thread pool shared by every export in this process (one per process: a forked
+    child never inherits its parent's threads, so it gets pools of its own)."""
+    key = (name, os.getpid())
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = _POOLS[key] = ThreadPoolExecutor(size, thread_name_prefix=f"assetcast-{name}")
+    return pool
+
+
 def _sync_pool() -> ThreadPoolExecutor:
-    """Threads that wait on fsync (the GIL is released meanwhile), shared by every publish."""
-    return ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="assetcast-fsync")
+    """Threads that wait on fsync (the GIL is released meanwhile)."""
+    return worker_pool("fsync", _SYNC_THREADS)
 
 
 def sync_together(paths: list[Path]) -> None:

@@ -30,18 +30,20 @@ def _numbers(values: Any) -> str:
     return " ".join(repr(float(v)) for v in np.asarray(values, dtype=np.float64).reshape(-1))
 
 
-def _with_explicit_inertials(spec: Any, text: str) -> str:
+def _with_explicit_inertials(spec: Any, model: Any, text: str) -> str:
+    """The compiled inertial frame of every body the writer left without one."""
     root = ElementTree.fromstring(text)
     bodies = {body.name: body for body in spec.bodies}
     for element in root.iter("body"):
         body = bodies.get(element.get("name"))
         if body is None or not body.explicitinertial or element.find("inertial") is not None:
             continue
+        compiled = model.body(body.name)
         inertial = ElementTree.Element("inertial", {
-            "pos": _numbers(body.ipos),
-            "quat": _numbers(body.iquat),
-            "mass": repr(float(body.mass)),
-            "diaginertia": _numbers(body.inertia),
+            "pos": _numbers(compiled.ipos),
+            "quat": _numbers(compiled.iquat),
+            "mass": _numbers(compiled.mass),
+            "diaginertia": _numbers(compiled.inertia),
         })
         element.insert(0, inertial)
     return ElementTree.tostring(root, encoding="unicode") + "\n"
@@ -63,7 +65,7 @@ def deployment_model(deployment_path: Path) -> SceneModel:
 
     env = TaskEnvironment.from_deployment(deployment_path)
     try:
-        return SceneModel(_with_explicit_inertials(env.spec, str(env.spec.to_xml())),
+        return SceneModel(_with_explicit_inertials(env.spec, env.model, str(env.spec.to_xml())),
                           _mjb(env.model))
     finally:
         env.close()

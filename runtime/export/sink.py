@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,15 +21,18 @@ class FileSink:
         self.files: dict[str, str] = {}
         self.bytes_written = 0
         self.linked: set[str] = set()
+        self._lock = threading.Lock()  # files may be written from encoder threads
 
     def write(self, relpath: str, data: bytes) -> None:
         target = self.root / relpath
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        if self.on_written is not None:
-            self.on_written(target)
-        self.files[relpath] = sha256_hex(data)
-        self.bytes_written += len(data)
+        digest = sha256_hex(data)
+        with self._lock:
+            if self.on_written is not None:
+                self.on_written(target)
+            self.files[relpath] = digest
+            self.bytes_written += len(data)
 
     def link(self, relpath: str, existing: Path, *, digest: str) -> None:
         """Take over a file of the previous version unchanged (``digest``: its SHA-256, already

@@ -104,7 +104,7 @@ def verify_dataset(store: Any, path: Path | str) -> DatasetCheck:
     if manifest is None:
         raise NotADataset(f"{spec.path} is not an assetcast dataset")
     check = DatasetCheck(spec.path, spec.format, episodes=len(manifest["episodes"]))
-    found = current_files(spec)
+    found = current_files(spec, memo=False)
     check.files_checked = len(found)
     recorded: dict[str, Any] | None = None
     runs = []

@@ -22,14 +22,17 @@ def state_only_run(collected: CollectedRun, tmp_path_factory: pytest.TempPathFac
 
     store = collected.store()
     root = tmp_path_factory.mktemp("replay-run")
-    run_id = prepare_demo_run(store, root / "out", collected.catalog, batches=1,
+    # Two batches: the second runs in the environment the first built, with its role bodies
+    # replaced; its exported model must still be the one it ran in.
+    run_id = prepare_demo_run(store, root / "out", collected.catalog, batches=2,
                               episodes_per_batch=1, settle_steps=10, cameras=False)
-    assert collect(run_id, store=store, progress=False).accepted == 1
+    assert collect(run_id, store=store, progress=False).accepted == 2
     return run_id
 
 
+@pytest.mark.parametrize("demo_name", ["demo_0", "demo_1"])
 def test_exported_states_replay_exactly(
-    collected: CollectedRun, state_only_run: str, tmp_path: Path
+    collected: CollectedRun, state_only_run: str, tmp_path: Path, demo_name: str
 ) -> None:
     import h5py
 
@@ -37,7 +40,7 @@ def test_exported_states_replay_exactly(
     export_runs(collected.store(), [state_only_run], DatasetSpec("robomimic", out))
     with h5py.File(out, "r") as handle:
         env_args = json.loads(handle["data"].attrs["env_args"])["env_kwargs"]
-        demo = handle["data/demo_0"]
+        demo = handle[f"data/{demo_name}"]
         states, actions = demo["states"][()], demo["actions"][()]
         mjb = handle[demo.attrs["model_mjb"]][()].tobytes()
         text = demo.attrs["model_file"]
