@@ -234,7 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     _limit_flags(c)
     c.set_defaults(handler=cmd_catalog_check)
     c = catalog.add_parser(
-        "import", help="turn a mesh (OBJ/STL/PLY/GLB/glTF) or single-link URDF into a package"
+        "import",
+        help="turn a mesh (OBJ/STL/PLY/GLB/glTF) or a URDF (links joined by fixed joints) "
+        "into a package",
     )
     _common(c, db=False, top=False)
     _import_flags(c)
