@@ -102,6 +102,13 @@ OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
     "EpisodeJudged": {"duration_s": _F},
     "TrajectoryCommitted": {"files": _L, "duration_s": _F},
     "ResetSubmitted": {"duration_s": _F},
+    # Interleaved batches (several workers): who opened, built for and finished a batch.
+    "EnvironmentBuilt": {"worker": _S},
+    "BatchStarted": {"session_id": _S, "worker": _S},
+    "BatchFinished": {"session_id": _S, "worker": _S},
+    # --keep-rejected: the rejected episode's files kept under rejected/, each {camera (str or
+    # null), modality ("trajectory" or a camera's), path, bytes, sha256}.
+    "TrajectoryDiscarded": {"kept": _L},
 }
 
 NULLABLE: dict[str, frozenset[str]] = {

@@ -343,15 +343,30 @@ def _parse_check(value: Any, path: str, source: str | None, entities: set[str]) 
     if isinstance(value, str):
         return CheckSpec(f.text(value, path, source))
     raw = f.mapping(
-        value, path, source, required=("check",), optional=("object", "target", "params")
+        value,
+        path,
+        source,
+        required=("check",),
+        optional=("object", "source", "target", "params", "min"),
     )
-    obj = _optional_entity_ref(raw, "object", path, source, entities)
+    # ``source`` names the object a pour check measures from and ``min`` its threshold
+    # (``{check: poured_fraction, source: bottle, target: cup, min: 0.8}``): spelled as the
+    # object and a parameter, so every check keeps one shape.
+    if "source" in raw and "object" in raw:
+        f.fail(f.key_path(path, "source"), "give either object or source, not both", source)
+    key = "source" if "source" in raw else "object"
+    obj = _optional_entity_ref(raw, key, path, source, entities)
     target = _optional_entity_ref(raw, "target", path, source, entities)
+    params = _params(raw, path, source)
+    if "min" in raw:
+        if "min" in params:
+            f.fail(f.key_path(path, "min"), "give either min or params.min, not both", source)
+        params["min"] = f.json_value(raw["min"], f.key_path(path, "min"), source)
     return CheckSpec(
         check=f.text(raw["check"], f.key_path(path, "check"), source),
         object=obj,
         target=target,
-        params=_params(raw, path, source),
+        params=params,
     )
 
 

@@ -18,6 +18,7 @@ continues from the phase that was interrupted:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -30,8 +31,10 @@ from runtime.collection import (
     refuse_bad_collection_input,
     run_collection,
 )
-from runtime.collection.plan import plan_from_state
+from runtime.collection.executors.options import ExecutorOptions
+from runtime.collection.plan import CollectionRefused, plan_from_state
 from runtime.collection.recordings import verify_committed
+from runtime.collection.repair import RestoredEpisode, repair_committed
 from runtime.session import CollectorSession
 from store.records import NewEvent
 
@@ -46,18 +49,59 @@ def _phase(state: Any) -> str:
     return state.failed_from if state.state == "failed" else state.state
 
 
+@dataclass(frozen=True)
+class RepairResult:
+    run_id: str
+    restored: tuple[RestoredEpisode, ...]
+
+
+def repair_run(
+    run_id: str, *, store: Any, environment_factory: Any = None
+) -> RepairResult:
+    """Re-run every committed episode whose file is missing or corrupt and restore its files
+    if the re-run reproduces the logged SHA-256s (else ``RepairRefused`` naming the episode;
+    nothing of that episode is written). Under the run's lease; the log is not changed.
+    Refuses a broken chain or altered deployments/snapshots first, like resume."""
+    store.require_intact_chain(run_id)
+    _require_intact_inputs(run_id, store)
+    session = CollectorSession.open(store, run_id)
+    try:
+        state = store.state(run_id)
+        try:
+            plan = plan_from_state(run_id, state)
+        except CollectionRefused:  # nothing was ever materialized: nothing committed
+            restored: tuple[RestoredEpisode, ...] = ()
+        else:
+            restored = repair_committed(
+                plan, fence=session, environment_factory=environment_factory
+            )
+    except BaseException as error:
+        end_session(session, error)
+        raise
+    end_session(session, None)
+    return RepairResult(run_id, restored)
+
+
 def resume(
     run_id: str,
     *,
     store: Any,
     providers_by_role: Mapping[str, Any] | None = None,
+    repair: bool = False,
     **collect_kwargs: Any,
 ) -> Any:
     """Continue ``run_id``; returns a ``CollectionResult`` (or a ``PreparationResult`` when the
     run's goal was only ``prepare``). ``collect_kwargs`` are those of ``collect``.
 
+    ``repair``: first :func:`repair_run`; a completed run then returns its ``RepairResult``.
     A run whose hash chain does not verify is refused (``ChainBroken``) before anything
     is appended."""
+    if repair:
+        repaired = repair_run(
+            run_id, store=store, environment_factory=collect_kwargs.get("environment_factory")
+        )
+        if store.state(run_id).state == "completed":
+            return repaired
     store.require_intact_chain(run_id)
     _require_intact_inputs(run_id, store)
     state = store.state(run_id)
@@ -90,10 +134,12 @@ class RunDataAltered(AssetcastInputError):
 
 def _require_intact_inputs(run_id: str, store: Any) -> None:
     """Deployments and cache snapshots must still match their chained digests before a
-    session builds on them (committed trajectories are checked under the lease)."""
-    from runtime.verify import verify_events
+    session builds on them (committed trajectories are checked under the lease). Only the
+    preparation prefix of the log names them, so only it is read."""
+    from runtime.verify import preparation_prefix, verify_events
 
-    result = verify_events(run_id, store.read(run_id), trajectories=False)
+    events = preparation_prefix(store.iter_events(run_id))
+    result = verify_events(run_id, events, trajectories=False)
     if result.problems:
         more = len(result.problems) - 1
         raise RunDataAltered(
@@ -128,6 +174,9 @@ def _resume_under_lease(
     )
     verify_committed(run_id, plan.output_dir, plan.committed())
     # Bad input is refused before RunResumed: exit 2 must mean nothing was recorded.
+    ExecutorOptions(
+        collect_kwargs.get("workers", 1), collect_kwargs.get("ray_address")
+    ).check()
     refuse_bad_collection_input(
         plan,
         collect_kwargs.get("initial_checks"),

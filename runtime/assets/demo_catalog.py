@@ -61,6 +61,9 @@ class _Spec:
     attributes: dict[str, Any] = field(default_factory=dict)
     container_inset: tuple[float, float] | None = None  # (side wall, floor) thickness
     support_inset: float | None = None
+    # A pour source's cavity: a square shaft of this half-width from a 5 mm floor to the
+    # top (the collision is carved around it, so the particles it holds pour out of it).
+    cavity_half_m: float | None = None
     pouring: dict[str, Any] | None = None
     fmt: str = "obj"
     material: bool = False
@@ -160,6 +163,7 @@ def _specs() -> list[_Spec]:
             _Spec(
                 f"bottle-mouth-r{round(mouth_r * 1000):03d}", "bottle",
                 _bottle(body_r, 0.12, mouth_r, 0.04), ["pour_source", "antipodal_grasp"],
+                cavity_half_m=mouth_r,
                 pouring={
                     "mouth_radius_m": mouth_r, "opening_radius_m": None,
                     "evidence": "procedural: radius of the generated neck cylinder",
@@ -205,6 +209,9 @@ def _package_files(spec: _Spec) -> dict[str, bytes]:
             [lower[0] + wall, lower[1] + wall, lower[2] + floor],
             [upper[0] - wall, upper[1] - wall, upper[2]],
         )
+    if spec.cavity_half_m is not None:
+        half = spec.cavity_half_m
+        container = _box_dict([-half, -half, lower[2] + 0.005], [half, half, upper[2]])
     if spec.support_inset is not None:
         m = spec.support_inset
         support = _box_dict(

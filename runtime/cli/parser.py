@@ -92,6 +92,18 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _executor_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers", type=int, default=1, metavar="N",
+        help="run episodes on N Ray workers (a local Ray instance; needs assetcast[ray]); "
+        "default 1: in this process, no Ray",
+    )
+    parser.add_argument(
+        "--ray-address", metavar="ADDR",
+        help="join an existing Ray cluster (e.g. HEAD:6379, started with `ray start --head`)",
+    )
+
+
 def _dataset_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
@@ -99,6 +111,13 @@ def _dataset_flag(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="keep a dataset up to date as batches finish: lerobot:DIR or robomimic:FILE "
         "(repeatable)",
+    )
+
+
+def _keep_rejected_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-rejected", action="store_true",
+        help="keep rejected episodes' trajectories (and camera files) under rejected/",
     )
 
 
@@ -250,18 +269,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
+    _keep_rejected_flag(p)
     _dataset_flag(p)
     _render_flag(p)
 
     p = command("run", cmd_run, "prepare, then collect (resume finishes both)")
     _prepare_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
+    _keep_rejected_flag(p)
     _dataset_flag(p)
     _render_flag(p)
 
     p = command("resume", cmd_resume, "finish what a failed or interrupted run set out to do")
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
+    _keep_rejected_flag(p)
+    p.add_argument(
+        "--repair", action="store_true",
+        help="first re-run every episode whose committed file is missing or corrupt and "
+        "restore it if it has the logged SHA-256",
+    )
     _dataset_flag(p)
     _render_flag(p)
 
@@ -293,6 +323,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--head", metavar="HASH",
         help="a head hash noted earlier: the run's chain must contain it",
+    )
+    p.add_argument(
+        "--dataset", metavar="PATH", action="append",
+        help="also check that this dataset is the exact projection of RUN's log (repeatable)",
     )
 
     p = command("report", cmd_report, "write report.html and PNG plots of one run into DIR")

@@ -17,11 +17,9 @@ from typing import Any
 import structlog
 
 from domain.errors import ConfigError
-from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, UsageError
 from runtime.cli.output import out, out_block
 from runtime.cli.store_access import open_for_writing, open_store, read_run, require_run
-from store.projections.audit import run_summary
 
 log = structlog.get_logger(__name__)
 
@@ -162,10 +160,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runtime.collection import collect
 
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     store, prepared = _prepare(args, "run")
     _print_prepared(prepared, store)
     result = collect(
-        prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets
+        prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets,
+        **executor,
+        keep_rejected=args.keep_rejected,
     )
     _print_collected(result)
     return EXIT_OK
@@ -178,6 +179,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     apply_render_backend(args)
     store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
@@ -188,6 +190,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         episodes_per_batch=args.episodes_per_batch,
         progress=not args.no_progress,
         datasets=datasets,
+        **executor,
+        keep_rejected=args.keep_rejected,
     )
     _print_collected(result)
     return EXIT_OK
@@ -198,18 +202,43 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     apply_render_backend(args)
     store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
     args.run_start_version = require_run(store, args.run_id)
+    if args.repair:
+        from runtime.resume import repair_run
+
+        repaired = repair_run(args.run_id, store=store)
+        for episode in repaired.restored:
+            for path in episode.paths:
+                out(
+                    f"restored batch {episode.batch_index} episode {episode.episode_index}: "
+                    f"{path} (SHA-256 as logged)"
+                )
+        if not repaired.restored:
+            out(f"run {args.run_id}: every committed file is intact; nothing to repair")
+        if store.state(args.run_id).state == "completed":
+            return EXIT_OK
     result = resume(
-        args.run_id, store=store, progress=not args.no_progress, datasets=datasets
+        args.run_id, store=store, progress=not args.no_progress, datasets=datasets,
+        **executor,
+        keep_rejected=args.keep_rejected,
     )
     if hasattr(result, "batches"):
         _print_collected(result)
     elif hasattr(result, "deployments"):
         _print_prepared(result, store)
     return EXIT_OK
+
+
+def executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--workers`` / ``--ray-address``, checked before anything is recorded (exit 2)."""
+    from runtime.collection.executors.options import ExecutorOptions
+
+    options = ExecutorOptions(args.workers, args.ray_address).check()
+    return {"workers": options.workers, "ray_address": options.ray_address}
 
 
 def require_intact_chain(store: Any, run_id: str) -> None:
@@ -224,7 +253,9 @@ def require_intact_chain(store: Any, run_id: str) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from runtime.cli.batch_table import batch_table
     from runtime.demo import DEFAULT_DEMO_ROOT, run_demo
+    from store.projections.audit import run_summary
 
     apply_render_backend(args)
     result = run_demo(

@@ -52,11 +52,46 @@ def write_committed_files(
     }
 
 
+def write_kept_files(
+    run: EpisodeRun, *, output_dir: Path, rejected_dir: Path, fence: Any
+) -> list[dict[str, Any]]:
+    """``--keep-rejected``: a rejected episode's trajectory and camera files, written like a
+    commit's (temp -> fsync -> fence check -> rename -> directory fsync) under ``rejected/``;
+    their receipts (the trajectory's with modality ``trajectory``) for `TrajectoryDiscarded`."""
+    from runtime.sim.cameras.storage import write_episode_files
+
+    files = run.rejected_files
+    assert files is not None
+    receipts: list[dict[str, Any]] = []
+    if files.cameras:
+        receipts = write_episode_files(
+            files.cameras, rejected_dir, log_path=lambda path: to_log_path(output_dir, path),
+            fence=fence,
+        )
+    target = rejected_dir / episode_file_name(run.batch_index, run.episode_index)
+    write_bytes_atomic(target, files.trajectory, fence=fence)
+    trajectory = {
+        "camera": None,
+        "modality": "trajectory",
+        "path": to_log_path(output_dir, target),
+        "bytes": len(files.trajectory),
+        "sha256": sha256_hex(files.trajectory),
+    }
+    return [trajectory, *receipts]
+
+
 def episode_events(
-    run: EpisodeRun, *, output_dir: Path, recording_dir: Path | None, fence: Any
+    run: EpisodeRun,
+    *,
+    output_dir: Path,
+    recording_dir: Path | None,
+    fence: Any,
+    rejected_dir: Path | None = None,
 ) -> tuple[Events, dict[str, Any] | None]:
     """Every event of a done episode, in grammar order, with its files already durable;
-    and the commit receipt (without ``duration_s``) when one was made."""
+    and the commit receipt (without ``duration_s``) when one was made. With
+    ``rejected_dir``, a rejected episode's recorded files are kept there and listed in its
+    `TrajectoryDiscarded` (``kept``)."""
     b, j = run.batch_index, run.episode_index
     events: Events = list(run.events)
     committed: dict[str, Any] | None = None
@@ -68,9 +103,12 @@ def episode_events(
         committed = {k: v for k, v in payload.items() if k != "duration_s"}
     else:
         reason = run.discard_reason or "recording_disabled"
-        events.append(
-            ("TrajectoryDiscarded", {"batch_index": b, "episode_index": j, "reason": reason})
-        )
+        discarded: dict[str, Any] = {"batch_index": b, "episode_index": j, "reason": reason}
+        if run.rejected_files is not None and rejected_dir is not None:
+            discarded["kept"] = write_kept_files(
+                run, output_dir=output_dir, rejected_dir=rejected_dir, fence=fence
+            )
+        events.append(("TrajectoryDiscarded", discarded))
     if run.reset_error is None:
         events.append(
             ("ResetSubmitted", {"batch_index": b, "episode_index": j, "duration_s": run.reset_s})

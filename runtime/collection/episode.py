@@ -47,6 +47,9 @@ class EpisodeContext:
     manifest_roles: dict[str, Any]
     record: bool  # False: recording disabled
     cameras: Any = None  # runtime.sim.cameras.CameraRig when the task has cameras
+    run_id: str = ""
+    task_id: str = ""
+    keep_rejected: bool = False  # also encode the files of a rejected recorded episode
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class EpisodeRun:
     discard_reason: str | None
     reset_s: float | None
     reset_error: BaseException | None = None
+    rejected_files: EpisodeFiles | None = None  # --keep-rejected: what a rejected one recorded
 
 
 def _sim() -> Any:
@@ -90,12 +94,14 @@ def _sim() -> Any:
 def trajectory_metadata(ctx: EpisodeContext, episode_index: int, seed: int) -> dict[str, Any]:
     """Provenance stored inside the trajectory file.
 
-    Only facts fixed by the task, the assets and the seed go in (never the run id, session,
-    host, path, worker or time), so a resumed run, or one on any number of workers, writes
-    byte-identical files to an uninterrupted one-process run.
+    Only facts fixed by the run, its task, the assets and the seed go in (the run id and
+    task id, never the session, host, path, worker or time), so a resumed run, or one on any
+    number of workers, writes byte-identical files to an uninterrupted one-process run.
     """
     return {
         "schema_version": 1,
+        "run_id": ctx.run_id,
+        "task_id": ctx.task_id,
         "batch_index": ctx.batch_index,
         "episode_index": episode_index,
         "batch_seed": ctx.batch_seed,
@@ -210,11 +216,14 @@ def run_episode(
         )
     )
     files: EpisodeFiles | None = None
+    kept: EpisodeFiles | None = None
     discard: str | None = None
     if accepted and recorder is not None:
         files = encode_files(env, recorder, ctx, j, seed)
     else:
         discard = RECORDING_DISABLED if accepted else reason
+        if not accepted and recorder is not None and ctx.keep_rejected:
+            kept = encode_files(env, recorder, ctx, j, seed)
     clock.lap()
     # Only now, with the verdict fixed and the files encoded, is the environment asked to
     # return to its nominal state. ResetSubmitted records that this request was made and
@@ -223,8 +232,10 @@ def run_episode(
     try:
         env.reset(None)
     except BaseException as error:  # KeyboardInterrupt too: the verdict is still logged
-        return EpisodeRun(b, j, events, accepted, files, discard, None, reset_error=error)
-    return EpisodeRun(b, j, events, accepted, files, discard, clock.lap())
+        return EpisodeRun(
+            b, j, events, accepted, files, discard, None, reset_error=error, rejected_files=kept
+        )
+    return EpisodeRun(b, j, events, accepted, files, discard, clock.lap(), rejected_files=kept)
 
 
 class _PhaseClock:

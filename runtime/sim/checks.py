@@ -210,7 +210,44 @@ def on_region(env: TaskEnvironment, spec: CheckSpec) -> CheckResult:
     return _verdict(spec, ok, detail, height_m=height, centre_local=centre)
 
 
+def poured_fraction(env: TaskEnvironment, spec: CheckSpec) -> CheckResult:
+    """Share of the source's particles whose centre lies in the target's container region.
+
+    Written ``{check: poured_fraction, source: S, target: T, min: 0.8}`` (``source`` is the
+    check's object, ``min`` its parameter, default 0.8). The region is taken in the
+    target's frame; a particle resting on the floor counts (its centre may sit up to one
+    radius below the region's floor when the floor is the region's lower face).
+    """
+    source = _known(env, spec.object, "source")
+    target = _known(env, spec.target, "target")
+    needed = _param(spec, "min", 0.8)
+    if not 0.0 <= needed <= 1.0:
+        raise CheckUnavailable("params.min must lie between 0 and 1")
+    held = env.particles.get(source)
+    if held is None:
+        raise CheckUnavailable(
+            f"source {source!r} holds no particles (a pour step must name it and its asset "
+            "must declare a container_region)"
+        )
+    lower, upper = _region(env, target, "container_region")
+    local = env.to_entity_frame(target, env.particle_positions(source))
+    floor = lower - np.array([0.0, 0.0, held.radius_m])
+    inside = int(np.count_nonzero(np.all((local >= floor) & (local <= upper), axis=1)))
+    fraction = inside / held.count
+    ok = fraction >= needed
+    detail = (
+        f"{inside} of {held.count} particles ({fraction:.0%}) ended in the container region "
+        f"of {target!r}"
+    )
+    if not ok:
+        detail += f"; needs {needed:.0%}"
+    return _verdict(
+        spec, ok, detail, inside=inside, particles=held.count, fraction=fraction, min=needed
+    )
+
+
 for _name, _fn in (
+    ("poured_fraction", poured_fraction),
     ("at_rest", at_rest),
     ("upright", upright),
     ("target_upright", target_upright),

@@ -19,6 +19,7 @@ import numpy as np
 import structlog
 
 from domain.task import EntitySpec, PackageAsset, TaskSpec
+from runtime.sim import physics_state
 from runtime.sim import scene as sc
 from runtime.sim.errors import SceneBuildError, SceneMismatch
 from runtime.sim.geometry import (
@@ -28,6 +29,7 @@ from runtime.sim.geometry import (
     quat_from_yaw,
     rotation_from_quat,
 )
+from runtime.sim.particles import ParticleSet, particle_sets
 from runtime.sim.results import CheckResult, ProgramResult, ReplacementInfo
 from runtime.sim.robots import Column, Robot, TcpPose, Unreachable, check_reach, robot_for
 from runtime.taskfile import load_task
@@ -82,7 +84,9 @@ class TaskEnvironment:
             table_xy=task.scene.table.size_m,
             robot=self.robot,
         )
-        sc.add_entities(self.spec, self._placements(self.order), visual=self.visual)
+        sc.add_entities(
+            self.spec, self._placements(self.order), visual=self.visual, particles=self.particles
+        )
         self._compile()
         self.constructions = 1
         self.replacements = 0
@@ -115,6 +119,7 @@ class TaskEnvironment:
         self.kept_order = [e for e in entities if e not in role_ids]
         self.order = self.kept_order + self.role_order  # canonical build order
         self.geometries = geometries
+        self.particles: dict[str, ParticleSet] = particle_sets(task, geometries)
 
     def _placements(
         self, entity_ids: Sequence[str]
@@ -151,6 +156,16 @@ class TaskEnvironment:
             eid: int(m.jnt_dofadr[m.joint(sc.entity_joint_name(eid)).id]) for eid in self.order
         }
         self._entity_body = {eid: m.body(sc.entity_body_name(eid)).id for eid in self.order}
+        self._particle_qpos = {
+            eid: np.array(
+                [
+                    int(m.jnt_qposadr[m.joint(sc.particle_joint_name(eid, i)).id])
+                    for i in range(held.count)
+                ],
+                dtype=np.intp,
+            )
+            for eid, held in self.particles.items()
+        }
         # qpos indices of every entity's free-joint pose (x y z qw qx qy qz), one row per
         # entity in ``order``: an observation, taken every control interval, gathers them
         # with one index instead of a per-entity slice and stack.
@@ -203,20 +218,18 @@ class TaskEnvironment:
         task = load_task(_task_path(directory))
         new_roles = self._check_compatible(task, directory)
         old_geometries = dict(self.geometries)
-        for eid in self.role_order:
-            sc.remove_entity(self.spec, old_geometries[eid])
+        self._remove_roles()
         geometries = {**{k: old_geometries[k] for k in self.kept_order}, **new_roles}
         previous = (self.task, self.deployment_dir, old_geometries)
         self._adopt(task, directory, geometries)
-        sc.add_entities(self.spec, self._placements(self.role_order), visual=self.visual)
+        self._add_roles()
         try:
             self._compile()
         except SceneBuildError as error:
             # Put the old bodies back so the environment stays usable for the caller.
-            for eid in self.role_order:
-                sc.remove_entity(self.spec, self.geometries[eid])
+            self._remove_roles()
             self._adopt(*previous)
-            sc.add_entities(self.spec, self._placements(self.role_order), visual=self.visual)
+            self._add_roles()
             try:
                 self._compile()
             except SceneBuildError as restore_error:
@@ -230,6 +243,20 @@ class TaskEnvironment:
         )
         log.info("sim.assets_replaced", deployment=str(directory), roles=info.roles_replaced)
         return info
+
+    def _remove_roles(self) -> None:
+        for eid in self.role_order:
+            sc.remove_entity(self.spec, self.geometries[eid])
+            if eid in self.particles:
+                sc.remove_particles(self.spec, self.particles[eid])
+
+    def _add_roles(self) -> None:
+        sc.add_entities(
+            self.spec,
+            self._placements(self.role_order),
+            visual=self.visual,
+            particles=self.particles,
+        )
 
     # ------------------------------------------------------------------ state
 
@@ -267,12 +294,33 @@ class TaskEnvironment:
             adr = self._entity_qpos[eid]
             d.qpos[adr : adr + 3] = (x, y, 0.0)
             d.qpos[adr + 3 : adr + 7] = quat_from_yaw(yaw)
+            if eid in self.particles:
+                self._place_particles(eid, x, y, yaw)
         mujoco.mj_forward(m, d)
         if rng is not None and self.settle_steps:
             mujoco.mj_step(m, d, nstep=self.settle_steps)
         self.held = None
         self.picked_from = {}
         self.program_steps = 0
+
+    def _place_particles(self, entity_id: str, x: float, y: float, yaw: float) -> None:
+        """Put the source's particles at their nominal places inside it (at rest)."""
+        local = self.particles[entity_id].local_centres
+        c, s = math.cos(yaw), math.sin(yaw)
+        world = np.column_stack(
+            [x + c * local[:, 0] - s * local[:, 1], y + s * local[:, 0] + c * local[:, 1],
+             local[:, 2]]
+        )
+        for adr, point in zip(self._particle_qpos[entity_id], world, strict=True):
+            self.data.qpos[adr : adr + 3] = point
+            self.data.qpos[adr + 3 : adr + 7] = (1.0, 0.0, 0.0, 0.0)
+
+    def particle_positions(self, entity_id: str) -> np.ndarray:
+        """World centres (n, 3) of the particles ``entity_id`` was filled with."""
+        adrs = self._particle_qpos.get(entity_id)
+        if adrs is None:
+            return np.zeros((0, 3))
+        return self.data.qpos[adrs[:, None] + np.arange(3)]
 
     def close(self) -> None:
         """Release the native model; idempotent."""
@@ -331,6 +379,29 @@ class TaskEnvironment:
     def robot_qpos(self) -> np.ndarray:
         return self.data.qpos[self._robot_qpos]
 
+    def gripper_points(self) -> np.ndarray:
+        """A 5x5x5 grid over the box of every collision geom that turns with the gripper (the
+        subtree of the robot's tilting body): what a tilting motion must keep clear of the
+        scene (a grid, not corners, so what is over a target can be told from what is not)."""
+        m, d = self.model, self.data
+        mujoco.mj_kinematics(m, d)
+        root = m.body(self.robot.tilting_body or self.robot.wrist_mount_body).id
+        bodies = {root}
+        for body in range(root + 1, m.nbody):
+            if int(m.body_parentid[body]) in bodies:
+                bodies.add(body)
+        steps = np.linspace(-1.0, 1.0, 5)
+        signs = np.array([[x, y, z] for x in steps for y in steps for z in steps])
+        corners = []
+        for geom in range(m.ngeom):
+            if int(m.geom_bodyid[geom]) not in bodies or not (m.geom_contype[geom] or
+                                                              m.geom_conaffinity[geom]):
+                continue
+            centre, half = m.geom_aabb[geom][:3], m.geom_aabb[geom][3:]
+            local = centre + signs * half
+            corners.append(local @ d.geom_xmat[geom].reshape(3, 3).T + d.geom_xpos[geom])
+        return np.concatenate(corners) if corners else np.zeros((0, 3))
+
     def finger_contacts(self, entity_id: str) -> tuple[int, int]:
         """Active contacts between the entity and each finger (left, right)."""
         mujoco.mj_forward(self.model, self.data)
@@ -360,6 +431,7 @@ class TaskEnvironment:
             "finger_width": np.array(self.finger_width()),
             "time": np.array(d.time),
             **self.robot.extra_observation(d, d.qpos[self._robot_qpos], d.qvel[self._robot_dof]),
+            physics_state.KEY: physics_state.capture(self.model, d),
         }
 
     def record_columns(self) -> dict[str, Column]:
@@ -378,6 +450,10 @@ class TaskEnvironment:
             "finger_width": Column(("finger_width",), ("m",)),
             "timestamps": Column(("time",), ("s",)),
             "actions": Column(self.robot.actuator_names, tuple(joint_units)),
+            physics_state.KEY: Column(
+                physics_state.names(self.model),
+                physics_state.units(physics_state.names(self.model)),
+            ),
         }
         columns.update(self.robot.extra_columns())
         return columns

@@ -10,7 +10,7 @@ replaced environment equals the model built fresh from the same deployment.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import mujoco
 import numpy as np
@@ -22,6 +22,9 @@ from runtime.sim.contact import (
     TABLE_FRICTION,
 )
 from runtime.sim.geometry import EntityGeometry, quat_from_yaw
+from runtime.sim.particles import FRICTION as PARTICLE_FRICTION
+from runtime.sim.particles import SOLREF as PARTICLE_SOLREF
+from runtime.sim.particles import ParticleSet
 from runtime.sim.robots.base import Robot
 
 TABLE_THICKNESS_M = 0.04
@@ -46,6 +49,48 @@ def entity_body_name(entity_id: str) -> str:
 
 def entity_joint_name(entity_id: str) -> str:
     return f"entity_{entity_id}_free"
+
+
+def particle_body_name(entity_id: str, index: int) -> str:
+    return f"entity_{entity_id}_particle_{index:03d}"
+
+
+def particle_joint_name(entity_id: str, index: int) -> str:
+    return f"entity_{entity_id}_particle_{index:03d}_free"
+
+
+def add_particles(
+    spec: mujoco.MjSpec, particles: ParticleSet, position_xy: tuple[float, float], yaw_deg: float
+) -> None:
+    """One free sphere per particle, at its nominal place inside the source (world frame).
+
+    Added right after the source's body, so a replacement re-adds them where a fresh build
+    would (canonical order)."""
+    yaw = math.radians(float(yaw_deg))
+    c, s = math.cos(yaw), math.sin(yaw)
+    for index, (x, y, z) in enumerate(particles.local_centres.tolist()):
+        body = spec.worldbody.add_body(
+            name=particle_body_name(particles.entity_id, index),
+            pos=[position_xy[0] + c * x - s * y, position_xy[1] + s * x + c * y, z],
+        )
+        body.add_freejoint(name=particle_joint_name(particles.entity_id, index))
+        body.add_geom(
+            name=f"{body.name}_geom",
+            type=mujoco.mjtGeom.mjGEOM_SPHERE,
+            size=[particles.radius_m, 0.0, 0.0],
+            mass=particles.mass_kg,
+            friction=PARTICLE_FRICTION,
+            priority=1,
+            condim=3,
+            solref=PARTICLE_SOLREF,
+
+            rgba=[0.2, 0.45, 0.9, 1.0],
+        )
+
+
+def remove_particles(spec: mujoco.MjSpec, particles: ParticleSet) -> None:
+    for index in range(particles.count):
+        spec.delete(spec.body(particle_body_name(particles.entity_id, index)))
 
 
 def _mesh_name(entity_id: str, index: int) -> str:
@@ -143,9 +188,14 @@ def add_entities(
     ordered: Iterable[tuple[EntityGeometry, tuple[float, float], float]],
     *,
     visual: bool = False,
+    particles: Mapping[str, ParticleSet] | None = None,
 ) -> None:
+    """Entities in the given order, each followed by the particles it holds (if any)."""
     for geometry, position, yaw in ordered:
         add_entity(spec, geometry, position, yaw, visual=visual)
+        held = (particles or {}).get(geometry.entity_id)
+        if held is not None:
+            add_particles(spec, held, position, yaw)
 
 
 def world_points(geometry: EntityGeometry, pos: np.ndarray, rot: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 from domain.task import SkillStep
 from runtime.sim.results import ProgramResult, SkillResult
 from runtime.sim.robots import Unreachable
+from runtime.sim.robots.base import rotation_x, rotation_z
 
 if TYPE_CHECKING:
     from runtime.sim.environment import TaskEnvironment
@@ -39,6 +40,10 @@ APPROACH_CLEARANCE_M = 0.04
 LIFT_HEIGHT_M = 0.10
 RELEASE_GAP_M = 0.004
 RELEASE_OPENING_M = 0.002  # extra opening per finger when letting go of a held object
+DEFAULT_POUR_TILT_DEG = 120.0
+POUR_LIP_M = 0.015  # the tilted source's lowest point stays this far above the target's top
+POUR_STEP_RAD = math.radians(10.0)
+POUR_MAX_EXTRA_INTERVALS = 60  # longest wait for particles to run out, after hold_intervals
 
 
 def register_skill(name: str, fn: SkillFn) -> None:
@@ -227,13 +232,103 @@ def place(
     return _done(step, f"released onto {target!r} {name}")
 
 
-def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | None) -> SkillResult:
-    """Tilt the held object over the target's aperture, tilt back, then set it down upright.
+def _mouth_local(env: TaskEnvironment, entity_id: str) -> np.ndarray:
+    """Where the source pours from, in its frame: the top centre of its cavity or bounds."""
+    geometry = env.geometries[entity_id]
+    region = geometry.region("container_region")
+    lower, upper = region if region is not None else (geometry.local_lower, geometry.local_upper)
+    return np.array([(lower[0] + upper[0]) / 2, (lower[1] + upper[1]) / 2, upper[2]])
 
-    The gripper has a tilt hinge about its x axis and the object stays grasped while
-    pouring. Like a person pouring, the robot then puts the object back where it was
-    picked up (``params.put_back``, default true) so the program ends with the scene at
-    rest; ``put_back: false`` keeps holding it for a following skill (e.g. ``place``).
+
+def _tilt_rotation(yaw: float, angle: float) -> np.ndarray:
+    """World rotation of the held object when the wrist tilts by ``angle`` at ``yaw``."""
+    return rotation_z(yaw) @ rotation_x(angle) @ rotation_z(yaw).T
+
+
+def _pour_path(
+    env: TaskEnvironment,
+    source: str,
+    target: str,
+    aperture: np.ndarray,
+    target_top: float,
+    tilt: float,
+) -> list[tuple[float, float, float, float]]:
+    """TCP poses (x, y, z, tilt) that turn the source about its mouth above the aperture.
+
+    At every step the mouth stays over the aperture's centre, as low as the
+    tilted source and gripper allow: what is over the target keeps ``POUR_LIP_M`` above its
+    top, the rest above the table, so nothing strikes the target and the particles fall a
+    short way.
+    """
+    target_lo, target_hi = (corner[:2] for corner in env.entity_world_aabb(target))
+    start = env.arm_targets()
+    yaw, tilt0 = float(start[3]), float(start[4])
+    mouth = env.to_world(source, _mouth_local(env, source))
+    from_tcp = mouth - env.tcp()[:3]
+    geometry = env.geometries[source]
+    steps = np.linspace(0.0, 1.0, 6)
+    grid = np.array([[x, y, z] for x in steps for y in steps for z in steps])
+    body = env.to_world(
+        source, geometry.local_lower + grid * (geometry.local_upper - geometry.local_lower)
+    )
+    around_mouth = np.concatenate([body, env.gripper_points()]) - mouth
+    steps = max(1, math.ceil(abs(tilt) / POUR_STEP_RAD))
+    poses = []
+    mouth_xy = aperture[:2]
+    for k in range(steps + 1):
+        angle = tilt * k / steps
+        turned = around_mouth @ _tilt_rotation(yaw, angle).T
+        xy = turned[:, :2] + mouth_xy
+        over = np.all((xy >= target_lo - POUR_LIP_M) & (xy <= target_hi + POUR_LIP_M), axis=1)
+        # Over the target, clear its top; elsewhere, clear the table.
+        height = POUR_LIP_M - float(np.min(turned[:, 2]))
+        if np.any(over):
+            height = max(height, target_top + POUR_LIP_M - float(np.min(turned[over, 2])))
+        rotation = _tilt_rotation(yaw, angle)
+        mouth_at = np.array([mouth_xy[0], mouth_xy[1], height])
+        tcp = mouth_at - rotation @ from_tcp
+        poses.append((float(tcp[0]), float(tcp[1]), float(tcp[2]), tilt0 + angle))
+    return poses
+
+
+def _reachable(env: TaskEnvironment, path: list[tuple[float, float, float, float]]) -> bool:
+    return all(env.can_reach(x=x, y=y, z=z, tilt=angle) for x, y, z, angle in path)
+
+
+def _still_inside(env: TaskEnvironment, source: str) -> int:
+    """How many of the source's particles are still in its cavity."""
+    held = env.particles.get(source)
+    region = env.geometries[source].region("container_region")
+    if held is None or region is None:
+        return 0
+    local = env.to_entity_frame(source, env.particle_positions(source))
+    margin = held.radius_m
+    inside = np.all((local >= region[0] - margin) & (local <= region[1] + margin), axis=1)
+    return int(np.count_nonzero(inside))
+
+
+def _hold_while_pouring(
+    env: TaskEnvironment, recorder: TrajectoryRecorder | None, source: str, intervals: int
+) -> int:
+    """Hold the tilt ``intervals`` control intervals, longer (bounded) while particles are
+    still running out; returns how many stayed in the source."""
+    env.hold(recorder, intervals=intervals)
+    for _ in range(POUR_MAX_EXTRA_INTERVALS):
+        if _still_inside(env, source) == 0:
+            break
+        env.step_control(recorder)
+    return _still_inside(env, source)
+
+
+def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | None) -> SkillResult:
+    """Carry the held source over the target, turn it about its mouth, tilt back, set it down.
+
+    The wrist tilts in steps while the mouth stays above the target's aperture (see
+    :func:`_pour_path`); a source filled with particles (:mod:`runtime.sim.particles`) is
+    held tilted until they have run out (bounded), and where they landed is for the
+    ``poured_fraction`` check to judge. Like a person pouring, the robot then puts the
+    source back where it was picked up (``params.put_back``, default true) so the program
+    ends with the scene at rest; ``put_back: false`` keeps holding it for a following skill.
     """
     if env.held != step.object:
         return _fail(step, f"object {step.object!r} is not held (pick it first)")
@@ -244,28 +339,47 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     if not isinstance(put_back, bool):
         return _fail(step, "params.put_back must be true or false")
     _, lower, upper = found
-    target = step.target or ""
+    source, target = step.object, step.target or ""
     aperture = env.to_world(
         target, np.array([(lower[0] + upper[0]) / 2, (lower[1] + upper[1]) / 2, upper[2]])
     )
     target_top = float(env.entity_world_aabb(target)[1][2])
-    tilt = math.radians(float(step.params.get("tilt_deg", 100.0)))
+    tilt = math.radians(float(step.params.get("tilt_deg", DEFAULT_POUR_TILT_DEG)))
     try:
-        _carry_over(
-            env, recorder, aperture, float(aperture[2]) + 0.03, clear_z=target_top, align_to=target
-        )
+        bottom_offset = float(env.entity_world_aabb(source)[0][2]) - float(env.tcp()[2])
+        travel = max(float(env.tcp()[2]), target_top + APPROACH_CLEARANCE_M - bottom_offset)
+        env.move_tcp(recorder, z=travel, waypoint="carry")
+        path = _pour_path(env, source, target, aperture, target_top, tilt)
         # Pouring works either way round; an arm may only reach one of them.
-        if not env.can_reach(tilt=tilt) and env.can_reach(tilt=-tilt):
-            tilt = -tilt
-        env.move_tcp(recorder, tilt=tilt, speed_rad_s=1.5, waypoint="pour")
-        env.hold(recorder, intervals=int(step.params.get("hold_intervals", 15)))
-        env.move_tcp(recorder, tilt=0.0, speed_rad_s=1.5, waypoint="upright")
+        if not _reachable(env, path):
+            other = _pour_path(env, source, target, aperture, target_top, -tilt)
+            if _reachable(env, other):
+                path, tilt = other, -tilt
+        x, y, z, _ = path[0]
+        env.move_tcp(recorder, x=x, y=y, waypoint="pre-pour")
+        env.move_tcp(recorder, z=z, speed_m_s=0.15, waypoint="pre-pour")
+        for x, y, z, angle in path[1:]:
+            env.move_tcp(
+                recorder, x=x, y=y, z=z, tilt=angle, speed_rad_s=1.0,
+                waypoint="pour",
+            )
+        left = _hold_while_pouring(
+            env, recorder, source, int(step.params.get("hold_intervals", 15))
+        )
+        for x, y, z, angle in reversed(path[:-1]):
+            env.move_tcp(
+                recorder, x=x, y=y, z=z, tilt=angle, speed_rad_s=1.0,
+                waypoint="upright",
+            )
     except Unreachable as error:
         return _fail(step, str(error))
     if env.finger_width() < 0.002:
         env.held = None
         return _fail(step, f"object {step.object!r} dropped while pouring")
     poured = f"poured over {target!r} at {math.degrees(tilt):.0f} deg"
+    if source in env.particles:
+        count = env.particles[source].count
+        poured += f" ({count - left} of {count} particles out)"
     origin = env.picked_from.get(step.object)
     if not put_back or origin is None:
         return _done(step, poured)

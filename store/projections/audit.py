@@ -144,6 +144,11 @@ def run_summary(run_id: str, events: Iterable[EventLike]) -> dict[str, Any]:
     return digest.summary(run_id)
 
 
+def _add_counts(into: dict[str, int], counts: Mapping[str, int]) -> None:
+    for reason, count in counts.items():
+        into[reason] = into.get(reason, 0) + count
+
+
 def _asset_entry(table: dict[tuple[str, str], dict[str, Any]], asset_id: str, sha: str) -> dict:
     key = (asset_id, sha)
     if key not in table:
@@ -159,6 +164,7 @@ def _asset_entry(table: dict[tuple[str, str], dict[str, Any]], asset_id: str, sh
             "episodes_accepted": 0,
             "episodes_timed": 0,
             "episode_seconds": 0.0,
+            "episode_rejections": {},
             "rejections": [],
         }
     return table[key]
@@ -262,11 +268,9 @@ def _audit_run(
                     }
                 )
     flush()
-    for batch_index, (attempted, accepted, timed, seconds_sum) in done.items():
+    for batch_index, (_attempted, _accepted, timed, seconds_sum) in done.items():
         for ident in batch_assets.get(batch_index, {}).values():
             entry = _asset_entry(assets, *ident)
-            entry["episodes_attempted"] += attempted
-            entry["episodes_accepted"] += accepted
             entry["episodes_timed"] += timed
             entry["episode_seconds"] = round(entry["episode_seconds"] + seconds_sum, 6)
 
@@ -279,9 +283,22 @@ class _Audit:
         self.unprepared: dict[tuple[str, str], dict[str, Any]] = {}
         self.runs: list[dict[str, Any]] = []
 
-    def add(self, run_id: str, summary: dict[str, Any], events: Iterable[EventLike]) -> None:
+    def add(
+        self,
+        run_id: str,
+        summary: dict[str, Any],
+        events: Iterable[EventLike],
+        outcomes: Sequence[dict[str, Any]],
+    ) -> None:
+        """One run: its summary, one pass over its log, and its per-asset episode results
+        (``store.projections.asset_outcomes``: attempted, accepted, rejections by reason)."""
         self.runs.append(summary)
         _audit_run(run_id, events, self.assets, self.unprepared)
+        for row in outcomes:
+            entry = _asset_entry(self.assets, row["asset_id"], row["content_sha256"])
+            entry["episodes_attempted"] += row["attempted"]
+            entry["episodes_accepted"] += row["accepted"]
+            _add_counts(entry["episode_rejections"], row["rejections"])
 
     def absorb(self, part: _Audit) -> None:
         """Add another accumulation (one run's) to this one, as if added here directly."""
@@ -294,6 +311,7 @@ class _Audit:
             for name in ("roles", "prepared_for_roles", "prepared_in_runs", "runs"):
                 mine[name] |= entry[name]
             mine["batches"] += entry["batches"]
+            _add_counts(mine["episode_rejections"], entry["episode_rejections"])
             mine["rejections"] += entry["rejections"]
             mine["episodes_attempted"] += entry["episodes_attempted"]
             mine["episodes_accepted"] += entry["episodes_accepted"]
@@ -314,6 +332,9 @@ class _Audit:
             entry["runs"] = sorted(entry["runs"])
             entry["prepared_in_runs"] = sorted(entry["prepared_in_runs"])
             entry["batches"].sort(key=lambda b: (b["run_id"], b["batch_index"], b["role"]))
+            entry["episode_rejections"] = dict(
+                sorted(entry["episode_rejections"].items(), key=lambda kv: (-kv[1], kv[0]))
+            )
             asset_rows.append(entry)
         return {
             "schema_version": AUDIT_SCHEMA_VERSION,
@@ -325,9 +346,13 @@ class _Audit:
 
 def audit_logs(logs: Mapping[str, Sequence[EventLike]]) -> dict[str, Any]:
     """The audit of several runs' event logs (``run_id`` → events in seq order)."""
+    from store.projections.asset_outcomes import asset_outcomes
+
     accumulated = _Audit()
     for run_id in sorted(logs):
-        accumulated.add(run_id, run_summary(run_id, logs[run_id]), logs[run_id])
+        accumulated.add(
+            run_id, run_summary(run_id, logs[run_id]), logs[run_id], asset_outcomes(logs[run_id])
+        )
     return accumulated.report()
 
 
@@ -372,7 +397,8 @@ def audit(store: ReadableStore) -> dict[str, Any]:
         part = _Audit()
         try:
             part.add(run_id, store.project(run_id, "digest").summary(run_id),
-                     store.iter_events(run_id))
+                     store.iter_events(run_id),
+                     store.project(run_id, "asset_outcomes").report())
         except EventSchemaError as error:
             unreadable.append(unreadable_entry(run_id, error))
             continue

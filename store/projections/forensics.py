@@ -47,7 +47,7 @@ class ForensicsProjector(Projector):
     """
 
     KIND = "forensics"
-    VERSION = 1
+    VERSION = 2
 
     def __init__(self) -> None:
         super().__init__()
@@ -62,6 +62,12 @@ class ForensicsProjector(Projector):
         self.running: str | None = None
         self.count = 0
         self.last: dict[str, Any] | None = None
+        # What locates the episode a killed collector was running, which the log holds
+        # nothing of (an episode's events are appended once it is done): the plan's shape
+        # and how many episodes of each batch are done (always a prefix: in order).
+        self.batches = 0
+        self.episodes_per_batch: int | None = None
+        self.done_per_batch: dict[int, int] = {}
 
     def _apply(self, event: EventLike) -> None:
         kind, p = event.type, event.payload
@@ -79,8 +85,25 @@ class ForensicsProjector(Projector):
             self.takeovers.append(_with_stamp(event))
         if now is not None:
             self.state = self.running = now
+        if kind == "PreparationCompleted":
+            self.batches = int(p["batches"])
+        elif kind == "CollectionStarted":
+            self.episodes_per_batch = int(p["episodes_per_batch"])
         self._session(event)
         self._episode(event)
+        if kind in ("TrajectoryCommitted", "TrajectoryDiscarded"):
+            b = int(p["batch_index"])
+            self.done_per_batch[b] = self.done_per_batch.get(b, 0) + 1
+
+    def _next_episode(self) -> dict[str, int] | None:
+        """The first episode, in plan order, that the log does not show done."""
+        if self.episodes_per_batch is None:
+            return None
+        for b in range(self.batches):
+            done = self.done_per_batch.get(b, 0)
+            if done < self.episodes_per_batch:
+                return {"batch_index": b, "episode_index": done}
+        return None
 
     def _session(self, event: EventLike) -> None:
         kind, p = event.type, event.payload
@@ -90,6 +113,8 @@ class ForensicsProjector(Projector):
             if current is not None and current["session_id"] == p.get("session_id"):
                 current["kind"] = f"{current['kind']}+{name}"  # e.g. a resume that collects
                 return
+            if current is not None and current["ended_by"] is None:
+                current["in_flight"] = self._in_flight(current)
             self.sessions.append({
                 "session_id": p.get("session_id"),
                 "kind": name,
@@ -100,6 +125,7 @@ class ForensicsProjector(Projector):
                 "environment_closed": None,
                 "ended_by": None,
                 "last_seq": event.seq,
+                "in_flight": None,
             })
             return
         if current is None:
@@ -140,8 +166,16 @@ class ForensicsProjector(Projector):
             if step in _DONE_STEPS and entry["attempts"] == 1:
                 del self.episodes[key]  # done, started once: never part of the report
 
+    def _in_flight(self, session: dict[str, Any]) -> dict[str, Any] | None:
+        """For a collection session that ended without a word: the episode it was on."""
+        if "collection" not in session["kind"] or self.running != "collecting":
+            return None
+        return self._next_episode()
+
     def _dump(self) -> Any:
         return {
+            "batches": self.batches, "episodes_per_batch": self.episodes_per_batch,
+            "done_per_batch": [[b, n] for b, n in sorted(self.done_per_batch.items())],
             "created": self.created, "sessions": self.sessions,
             "episodes": list(self.episodes.values()), "failures": self.failures,
             "resumes": self.resumes, "takeovers": self.takeovers, "state": self.state,
@@ -158,6 +192,8 @@ class ForensicsProjector(Projector):
         self.takeovers = list(state["takeovers"])
         self.state, self.failed_from = state["state"], state["failed_from"]
         self.running, self.count, self.last = state["running"], state["count"], state["last"]
+        self.batches, self.episodes_per_batch = state["batches"], state["episodes_per_batch"]
+        self.done_per_batch = {int(b): int(n) for b, n in state["done_per_batch"]}
         if type(self.count) is not int:
             raise ValueError("forensics snapshot: count is not an integer")
 
@@ -168,6 +204,13 @@ class ForensicsProjector(Projector):
              "may_be_live": s["ended_by"] is None and i == len(self.sessions) - 1}
             for i, s in enumerate(self.sessions)
         ]
+        if sessions and sessions[-1]["may_be_live"]:
+            sessions[-1]["in_flight"] = self._in_flight(sessions[-1])
+        in_flight = next(
+            ({**s["in_flight"], "session_id": s["session_id"]}
+             for s in reversed(sessions) if s.get("in_flight")),
+            None,
+        )
         episodes = list(self.episodes.values())
         unfinished = [e for e in episodes if e["reached"] not in _DONE_STEPS]
         collection_sessions = [s for s in sessions if "collection" in s["kind"]]
@@ -186,6 +229,10 @@ class ForensicsProjector(Projector):
             ],
             "crashed_sessions": [s for s in sessions if s["crashed"]],
             "interrupted_episode": unfinished[-1] if unfinished else None,
+            # The episode a collection session that died without a word was running: the
+            # first one its log does not show done (the log holds nothing of an episode
+            # until it is done; the last one or two done ones may not have reached it).
+            "in_flight_episode": in_flight,
             "unfinished_episodes": unfinished,
             "restarted_episodes": [e for e in episodes if e["attempts"] > 1],
             "failure": self.failures[-1] if self.failures else None,

@@ -57,10 +57,11 @@ class Projector:
 
 
 def _registry() -> dict[str, type[Projector]]:
+    from store.projections.asset_outcomes import AssetOutcomes
     from store.projections.forensics import ForensicsProjector
     from store.projections.run_digest import RunDigest
 
-    return {cls.KIND: cls for cls in (RunDigest, ForensicsProjector)}
+    return {cls.KIND: cls for cls in (RunDigest, ForensicsProjector, AssetOutcomes)}
 
 
 SNAPSHOTTED: dict[str, type[Projector]] = {}

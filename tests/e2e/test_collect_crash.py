@@ -5,12 +5,13 @@ arm: 1 x 4) is the reference.
 Then, attempt after attempt, the same task and seed are prepared as a new run, a collector
 subprocess is killed with SIGKILL at a random moment inside the reference's observed duration,
 and a resume subprocess finishes the run. Each finished run must have exactly the reference's
-accepted (batch, episode) set and trajectory SHA-256s, one commit per accepted episode (none
-twice, none missing), every committed file intact on disk, and a log the fold accepts. The demo
-task records two cameras, so every commit also lists its camera files (videos, depth,
-segmentation, metadata): they must be byte-identical to the reference's too, across processes
-and after any number of kills (the arm profile; the gantry profile, which needs many more kills,
-runs its task without cameras to stay within its time budget).
+accepted (batch, episode) set and trajectory content (arrays, and metadata but the run id it
+names), one commit per accepted episode (none twice, none missing), every committed file
+intact on disk, and a log the fold accepts. The demo task records two cameras, so every
+commit also lists its camera files (videos, depth, segmentation, metadata): they must be
+byte-identical to the reference's too, across processes and after any number of kills (the arm
+profile; the gantry profile, which needs many more kills, runs its task without cameras to stay
+within its time budget).
 
 Run as a script, this file is the child process: ``python test_collect_crash.py DB RUN MODE
 SPAWNED_AT`` collects or resumes RUN and prints its timings as JSON.
@@ -86,6 +87,7 @@ def _outcome(
     from domain.state import fold
     from runtime.files import file_sha256, report_text
     from store.projections.collection_report import collection_report
+    from tests.runtime.trajectory_content import content_digest
 
     events = store.read(run_id)
     state = fold(run_id, events)  # raises IllegalTransition if any event is illegal
@@ -108,7 +110,7 @@ def _outcome(
                     (f["camera"], f["modality"], Path(f["path"]).name, f["bytes"], f["sha256"])
                     for f in p["files"]
                 )
-                commits[key] = (p["sha256"], files)
+                commits[key] = (content_digest(output_dir / p["path"]), files)
                 for entry in [p, *p["files"]]:
                     path = output_dir / entry["path"]
                     assert path.is_file(), f"{run_id}: committed {path} is missing"

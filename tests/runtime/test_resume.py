@@ -14,6 +14,7 @@ from runtime.files import report_text
 from runtime.resume import NothingToResume, resume
 from store.projections.collection_report import collection_report
 from tests.runtime.demo_runs import prepared
+from tests.runtime.trajectory_content import content_digest
 
 
 def interrupting_factory(at_program: int) -> Any:
@@ -41,12 +42,14 @@ def interrupting_factory(at_program: int) -> Any:
 
 
 def commits(store: Any, run_id: str) -> dict[tuple[int, int], str]:
+    """Committed episode -> its trajectory's content (the same across runs of one seed)."""
     found: dict[tuple[int, int], str] = {}
+    output_dir = Path(store.state(run_id).created["output_dir"])
     for event in store.read(run_id):
         if event.type == "TrajectoryCommitted":
             key = (event.payload["batch_index"], event.payload["episode_index"])
             assert key not in found
-            found[key] = event.payload["sha256"]
+            found[key] = content_digest(output_dir / event.payload["path"])
     return found
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from domain.events import validate_payload
 from domain.state import fold
+from store.projections.asset_outcomes import AssetOutcomes, asset_outcomes
 from store.projections.audit import audit, audit_logs, episode_outcomes, run_summary
-from store.projections.run_digest import RunDigest
+from store.projections.incremental import Projector, snapshotted
 from store.records import RecordedEvent
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -162,12 +164,11 @@ class FakeStore:
     def iter_events(self, run_id: str, *, after_seq: int = 0) -> Iterator[RecordedEvent]:
         yield from self.read(run_id, after_seq=after_seq)
 
-    def project(self, run_id: str, kind: str) -> RunDigest:
-        assert kind == "digest"
-        digest = RunDigest()
+    def project(self, run_id: str, kind: str) -> Projector:
+        projector = snapshotted()[kind]()
         for event in self.logs[run_id]:
-            digest.apply(event)
-        return digest
+            projector.apply(event)
+        return projector
 
 
 def test_synthetic_logs_are_legal_for_the_fold() -> None:
@@ -206,6 +207,7 @@ def test_audit_per_asset_usage_and_rejections() -> None:
     assert len(alpha["batches"]) == 4
     # run-a: 4 done episodes (3 accepted); run-b: 1 done (accepted); the crashed one is not done
     assert (alpha["episodes_attempted"], alpha["episodes_accepted"]) == (5, 4)
+    assert alpha["episode_rejections"] == {"not_inside": 1}  # run-a batch 0 episode 1
     assert assets["bravo"]["roles"] == ["bin"]
     charlie = assets["charlie"]
     assert charlie["runs"] == [] and charlie["prepared_in_runs"] == ["run-c"]
@@ -221,7 +223,6 @@ def test_audit_per_asset_usage_and_rejections() -> None:
 
 
 def test_audit_is_deterministic_and_json_ready() -> None:
-    import json
 
     logs = {"run-b": crashed_run(), "run-a": completed_run()}
     first = json.dumps(audit_logs(logs), sort_keys=True, allow_nan=False)
@@ -258,6 +259,13 @@ def test_episode_outcomes_name_the_cause_of_each_rejection() -> None:
     b.add("TrajectoryDiscarded", **ids, episode_index=1, reason="program_incomplete")
     b.add("ResetSubmitted", **ids, episode_index=1)
     fold("run-why", b.events)
+    audited = {a["asset_id"]: a for a in audit_logs({"run-why": b.events})["assets"]}
+    for name in ("alpha", "bravo"):  # both assets of the batch share its episodes' fate
+        assert (audited[name]["episodes_attempted"], audited[name]["episodes_accepted"]) == (2, 0)
+        assert audited[name]["episode_rejections"] == {
+            "final_checks_failed: on_table failed": 1,
+            "program_incomplete: pick item": 1,
+        }
     outcomes = episode_outcomes(b.events)
     assert outcomes[(0, 0)]["cause"] == "on_table failed"
     assert outcomes[(0, 1)]["cause"] == "pick item"
@@ -274,3 +282,48 @@ def test_episode_outcomes_name_the_cause_of_each_rejection() -> None:
     c.add("ResetSubmitted", **ids, episode_index=0)
     fold("run-init", c.events)
     assert episode_outcomes(c.events)[(0, 0)]["cause"] == "mine unavailable"
+
+
+def test_asset_outcomes_per_role_most_frequent_reason_first() -> None:
+    b = LogBuilder("run-many")
+    _created(b)
+    _prepared(b)
+    _collection_start(b, "s" * 12)
+    _batch_start(b, 0)
+    ids = {"batch_index": 0}
+    failed = {"name": "inside_region", "status": "failed", "detail": "", "metrics": {}}
+    pick = {"skill": "pick", "object": "item", "completed": False, "detail": "too wide"}
+    for e, why in enumerate(["checks", "pick", "checks", "ok"]):
+        b.add("EpisodeStarted", **ids, episode_index=e, seed=e)
+        b.add("InitialChecked", **ids, episode_index=e, passed=True, checks=[])
+        b.add("EpisodeExecuted", **ids, episode_index=e, completed=why != "pick", steps=1,
+              skills=[pick] if why == "pick" else [], detail="")
+        reason = {"checks": "final_checks_failed", "pick": "program_incomplete"}.get(
+            why, "accepted")
+        b.add("EpisodeJudged", **ids, episode_index=e, accepted=why == "ok",
+              checks=[failed] if why == "checks" else [], reason=reason)
+        if why == "ok":
+            b.add("TrajectoryCommitted", **ids, episode_index=e, path=f"r/b0_e{e}.pt", bytes=1,
+                  sha256="0" * 64)
+        else:
+            b.add("TrajectoryDiscarded", **ids, episode_index=e, reason=reason)
+        b.add("ResetSubmitted", **ids, episode_index=e)
+    b.episode(0, 4, accepted=False, stop_after="EpisodeJudged")  # not done: not counted
+    fold("run-many", b.events)
+    rows = {r["role"]: r for r in asset_outcomes(b.events)}
+    assert sorted(rows) == ["bin", "item"]
+    item = rows["item"]
+    assert (item["asset_id"], item["attempted"], item["accepted"]) == ("alpha", 4, 1)
+    assert list(item["rejections"].items()) == [
+        ("final_checks_failed: inside_region failed", 2),
+        ("program_incomplete: pick item", 1),
+    ]
+    # incremental: stopping anywhere, dumping and restoring, then going on gives the same
+    for cut in range(1, len(b.events)):
+        head = AssetOutcomes()
+        for event in b.events[:cut]:
+            head.apply(event)
+        resumed = AssetOutcomes.restore(json.loads(json.dumps(head.dump())))
+        for event in b.events[cut:]:
+            resumed.apply(event)
+        assert resumed.report() == asset_outcomes(b.events)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from domain.state import fold
 from store import EventStore, InMemoryEventStore, NewEvent
+from store.projections.asset_outcomes import asset_outcomes
 from store.projections.audit import run_summary
 from store.projections.forensics import forensics
 from store.snapshots import FOLD_KIND, make_record
@@ -85,6 +86,7 @@ def test_snapshot_plus_tail_equals_full_fold_for_every_prefix(
         assert _fresh_state(store) == fold("r", logged)
         assert store.project("r", "forensics").report() == forensics(logged)
         assert store.project("r", "digest").summary("r") == run_summary("r", logged)
+        assert store.project("r", "asset_outcomes").report() == asset_outcomes(logged)
     assert store._snapshots, "the history crossed a boundary but no snapshot was taken"
 
 

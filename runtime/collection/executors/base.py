@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from domain.task import CheckSpec
 from runtime.collection.environment import EnvironmentFactory
@@ -40,12 +41,17 @@ class WorkSettings:
     record: bool
     initial_checks: tuple[CheckSpec, ...] | None  # None: the task's own
     final_checks: tuple[CheckSpec, ...] | None
+    run_id: str = ""  # recorded in every trajectory's metadata
+    keep_rejected: bool = False  # encode rejected recorded episodes' files too
 
 
 @dataclass(frozen=True)
 class BatchWork:
     """One batch to run: its deployment (checked against ``manifest_sha256`` before use),
-    its seed and the episodes still to do (possibly none: the batch is only re-opened)."""
+    its seed and the episodes still to do (possibly none: the batch is only re-opened).
+
+    ``package`` (a :class:`runtime.collection.deployment_transfer.DeploymentPackage`) carries
+    the deployment by content to a worker that cannot read ``deployment_path``."""
 
     batch_index: int
     asset_set_id: str
@@ -53,6 +59,7 @@ class BatchWork:
     deployment_path: Path
     manifest_sha256: str
     episodes: tuple[int, ...]
+    package: Any = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,11 @@ class Executor(ABC):
     def close(self) -> None:
         """Close every worker's environment once; the first close error is raised (the
         others become notes on it)."""
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Release whatever the executor holds besides environments (processes, a cluster
+        connection); idempotent, called once the session is over, whatever happened."""
 
     @property
     @abstractmethod

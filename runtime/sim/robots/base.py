@@ -81,6 +81,9 @@ class Robot(ABC):
     tcp_site: str
     # A body rigidly attached to the gripper, suitable for mounting a wrist camera.
     wrist_mount_body: str
+    # The body whose subtree turns rigidly with the gripper when it tilts (what a tilting
+    # skill must keep clear of the scene); the wrist body unless the robot says otherwise.
+    tilting_body: str | None = None
     # Geoms of each finger (left, right): grasp and release are verified through contacts.
     finger_geoms: tuple[tuple[str, ...], tuple[str, ...]]
     max_opening_m: float
