@@ -138,9 +138,16 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _import_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="SOURCE", help="mesh or URDF file to import")
+    parser.add_argument(
+        "source", metavar="SOURCE", nargs="+",
+        help="mesh or URDF file(s) to import, one package each",
+    )
     parser.add_argument("--out", metavar="CATALOG", required=True, help="catalog folder")
-    parser.add_argument("--id", required=True, help="asset id (also the package folder name)")
+    parser.add_argument(
+        "--id",
+        help="asset id, also the package folder name (one source; default: the file's name "
+        "without extension)",
+    )
     parser.add_argument("--category", required=True)
     parser.add_argument("--capability", action="append", metavar="NAME", help="repeatable")
     parser.add_argument("--attribute", action="append", metavar="K=V", help="repeatable")
