@@ -152,3 +152,24 @@ def test_the_check_spelling_with_source_and_min_parses_to_object_and_params() ->
     assert str(error.value) == (
         "task.yaml: checks.final[0].source: give either object or source, not both"
     )
+
+
+def test_segmentation_labels_the_particles_as_their_source(
+    prepared: tuple[Path, dict[str, str]],
+) -> None:
+    import mujoco
+
+    from runtime.sim.cameras.labels import entity_label, segmentation_labels
+    from runtime.sim.scene import entity_body_name, particle_body_name
+
+    root, relpaths = prepared
+    env = TaskEnvironment.from_deployment(
+        _pour_task(root, relpaths, "bottle-mouth-r015", "cup-r050")
+    )
+    ids = ["item", "bin"]
+    bodies = {e: env.model.body(entity_body_name(e)).id for e in ids}
+    labels = segmentation_labels(env.model, ids, bodies)
+    geom = mujoco.mj_name2id(
+        env.model, mujoco.mjtObj.mjOBJ_GEOM, f"{particle_body_name('item', 0)}_geom"
+    )
+    assert labels.names[labels.geom_label[geom]] == entity_label("item")
