@@ -11,12 +11,24 @@
 3. Bytes per episode-second per camera and modality (committed files / (frames / fps)).
 4. Frustum culling: the in-episode frames re-rendered by ``CameraRenderer`` with culling on
    and off, alternating, in one process; frames must be byte-identical; figure: speed-up.
+5. Where a camera-frame's time goes (scene update + culling, colour+depth pass, segmentation
+   pass, depth conversion) and an episode's encoding time per modality, re-rendering the
+   in-episode samples in this thread.
+6. Decimated vs original Panda visual meshes (``runtime/sim/robots/panda_visual``): the same
+   scene and poses rendered with both sets at 128 and 256 px, alternating: ms per
+   camera-frame of each, and how much the images differ (mean |RGB difference|, share of
+   pixels differing by more than 16 of 255, segmentation labels and depth > 5 mm changed).
+   Writes ``bench-output/cameras/decimation_<px>.png``: original | decimated | per-pixel
+   difference (heat map with its scale) for both cameras.
 
-Run: ``.venv/bin/python bench/bench_cameras.py`` (prints figures; not part of pytest).
+Run: ``.venv/bin/python bench/bench_cameras.py [--figures DIR]`` (prints figures; not part of
+pytest).
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -39,12 +51,18 @@ from runtime.collection import collect  # noqa: E402
 from runtime.collection.demo_run import demo_task_path, write_catalog  # noqa: E402
 from runtime.logging import configure_logging  # noqa: E402
 from runtime.prepare import prepare, providers_from_catalog_args  # noqa: E402
-from runtime.sim.cameras import rendering  # noqa: E402
+from runtime.sim.cameras import encoding, rendering  # noqa: E402
+from runtime.sim.cameras.rig import CameraRig  # noqa: E402
+from runtime.sim.environment import TaskEnvironment  # noqa: E402
+from runtime.sim.robots.franka_panda import FrankaPanda  # noqa: E402
 from runtime.taskfile import load_task  # noqa: E402
 from store import InMemoryEventStore  # noqa: E402
 
 BATCHES, EPISODES, SETTLE, SEED = 1, 3, 20, 7
 REPEATS = 2
+FIGURES = REPO / "bench-output" / "cameras"
+COMPARE_SAMPLES = 40
+VISIBLE_DIFFERENCE = 16  # of 255, max over channels
 
 
 class RenderTimer:
@@ -146,20 +164,15 @@ def culling_speedup(samples: list[tuple[Any, Any, Any]], rounds: int = 3) -> tup
     renderer = rendering.CameraRenderer(
         model, source.cameras, source.labels, source._mount_bodies
     )
-    original = rendering.CameraRenderer._cull
 
     def render_all(cull: bool) -> tuple[float, list[Any]]:
-        if not cull:
-            rendering.CameraRenderer._cull = lambda *args: None  # type: ignore[method-assign]
-        try:
-            frames, start = [], time.perf_counter()
-            for _, qpos, camera in samples:
-                data.qpos[:] = qpos
-                mujoco.mj_kinematics(model, data)
-                frames.append(renderer.render(data, camera))
-            return time.perf_counter() - start, frames
-        finally:
-            rendering.CameraRenderer._cull = original  # type: ignore[method-assign]
+        renderer.culling = cull
+        frames, start = [], time.perf_counter()
+        for _, qpos, camera in samples:
+            data.qpos[:] = qpos
+            mujoco.mj_kinematics(model, data)
+            frames.append(renderer.render(data, camera))
+        return time.perf_counter() - start, frames
 
     ratios, differing = [], 0
     try:
@@ -177,7 +190,187 @@ def culling_speedup(samples: list[tuple[Any, Any, Any]], rounds: int = 3) -> tup
     return statistics.median(ratios), differing
 
 
+class Stopwatch:
+    """Adds up the time of named functions while active (wraps attributes of objects)."""
+
+    def __init__(self, targets: list[tuple[Any, str, str]]) -> None:
+        self.targets = targets
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> Stopwatch:
+        for owner, attribute, label in self.targets:
+            original = getattr(owner, attribute)
+            self.saved.append((owner, attribute, original))
+
+            def timed(*args: Any, _original: Any = original, _label: str = label,
+                      **kwargs: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    self.seconds[_label] += time.perf_counter() - start
+
+            setattr(owner, attribute, timed)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attribute, original in reversed(self.saved):
+            setattr(owner, attribute, original)
+
+
+def time_breakdown(samples: list[tuple[Any, Any, Any]]) -> None:
+    source = samples[0][0]
+    model = source.model
+    data = mujoco.MjData(model)
+    renderer = rendering.CameraRenderer(
+        model, source.cameras, source.labels, source._mount_bodies
+    )
+    frames: dict[str, list[Any]] = defaultdict(list)
+    watch = Stopwatch([
+        (rendering.CameraRenderer, "_place", "scene update + culling"),
+        (rendering._Renderer, "render_rgb_depth", "colour + depth pass, readback"),
+        (rendering._Renderer, "render_segmentation", "segmentation pass, readback, labels"),
+        (rendering, "depth_to_mm", "depth to millimetres"),
+    ])
+    try:
+        start = time.perf_counter()
+        with watch:
+            for _, qpos, camera in samples:
+                data.qpos[:] = qpos
+                mujoco.mj_kinematics(model, data)
+                frames[camera.name].append(renderer.render(data, camera))
+        total = time.perf_counter() - start
+    finally:
+        renderer.close()
+    count = len(samples)
+    print(f"5. where the time goes ({count} camera-frames re-rendered, "
+          f"{1000 * total / count:.2f} ms each)")
+    for label, seconds in watch.seconds.items():
+        print(f"   {label:38s} {1000 * seconds / count:6.3f} ms/frame")
+    other = total - sum(watch.seconds.values())
+    print(f"   {'other (kinematics, pose, Python)':38s} {1000 * other / count:6.3f} ms/frame")
+    for name, camera_frames in frames.items():
+        fps = next(c.fps for c in source.cameras if c.name == name)
+        for modality in camera_frames[0].images:
+            stack = np.stack([f.images[modality] for f in camera_frames])
+            start = time.perf_counter()
+            if modality == "rgb":
+                encoding.encode_rgb_mp4(stack, fps)
+            elif modality == "depth":
+                encoding.encode_depth_npz(stack, fps, 5)
+            else:
+                encoding.encode_segmentation_npz(stack, source.labels.names, fps, 5)
+            seconds = time.perf_counter() - start
+            print(f"   encode {name:6s} {modality:13s} {1000 * seconds / len(stack):6.3f} "
+                  f"ms/frame")
+
+
+def _render_set(
+    visual_set: str, deployment: Path, cameras: tuple[Any, ...]
+) -> tuple[TaskEnvironment, CameraRig]:
+    previous = FrankaPanda.visual_set
+    FrankaPanda.visual_set = visual_set
+    try:
+        env = TaskEnvironment.from_deployment(deployment)
+    finally:
+        FrankaPanda.visual_set = previous
+    rig = CameraRig(cameras)
+    rig.renderer_for(env)
+    return env, rig
+
+
+def decimation_comparison(
+    deployment: Path, samples: list[tuple[Any, Any, Any]], figures: Path
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    task_cameras = samples[0][0].cameras
+    per_camera = COMPARE_SAMPLES // len(task_cameras)
+    picked = []
+    for camera in task_cameras:
+        own = [s for s in samples if s[2].name == camera.name]
+        picked.extend(own[:: max(1, len(own) // per_camera)][:per_camera])
+    robot_label = samples[0][0].labels.names.index("robot")
+    print("6. decimated vs original Panda visual meshes (same scene, poses, settings)")
+    figures.mkdir(parents=True, exist_ok=True)
+    for size in (128, 256):
+        cameras = tuple(dataclasses.replace(c, width=size, height=size) for c in task_cameras)
+        by_name = {c.name: c for c in cameras}
+        sets = {name: _render_set(name, deployment, cameras) for name in ("original", "decimated")}
+        seconds: dict[str, float] = defaultdict(float)
+        images: dict[str, list[Any]] = defaultdict(list)
+        try:
+            triangles = {name: env.model.nmeshface for name, (env, _) in sets.items()}
+            for _, qpos, camera in picked:
+                for name, (env, rig) in sets.items():  # alternating, same pose
+                    data = mujoco.MjData(env.model)
+                    data.qpos[:] = qpos
+                    mujoco.mj_kinematics(env.model, data)
+                    mujoco.mj_comPos(env.model, data)
+                    renderer = rig.renderer_for(env)
+                    start = time.perf_counter()
+                    frame = renderer.render(data, by_name[camera.name])
+                    seconds[name] += time.perf_counter() - start
+                    images[name].append((camera.name, frame.images))
+        finally:
+            for env, rig in sets.values():
+                rig.close()
+                env.close()
+        rgb_diff, visible, labels, depth = [], [], [], []
+        for (_, a), (_, b) in zip(images["original"], images["decimated"], strict=True):
+            difference = np.abs(a["rgb"].astype(np.int16) - b["rgb"].astype(np.int16))
+            rgb_diff.append(difference.mean())
+            visible.append((difference.max(axis=2) > VISIBLE_DIFFERENCE).mean())
+            labels.append((a["segmentation"] != b["segmentation"]).mean())
+            depth.append((np.abs(a["depth"].astype(np.int32) - b["depth"]) > 5).mean())
+        count = len(picked)
+        print(f"   {size}x{size}: original {triangles['original']} triangles "
+              f"{1000 * seconds['original'] / count:6.2f} ms/camera-frame; decimated "
+              f"{triangles['decimated']} triangles {1000 * seconds['decimated'] / count:6.2f} "
+              f"ms/camera-frame; speed-up {seconds['original'] / seconds['decimated']:.2f}x")
+        print(f"      mean |RGB diff| {statistics.mean(rgb_diff):.2f}/255; pixels > "
+              f"{VISIBLE_DIFFERENCE}/255: {100 * statistics.mean(visible):.2f}% (worst frame "
+              f"{100 * max(visible):.2f}%); segmentation labels changed "
+              f"{100 * statistics.mean(labels):.2f}%; depth > 5 mm "
+              f"{100 * statistics.mean(depth):.2f}%")
+        shown: dict[str, int] = {}  # per camera, the frame showing the most of the arm
+        for index, (camera_name, frame_images) in enumerate(images["original"]):
+            arm = int((frame_images["segmentation"] == robot_label).sum())
+            best = shown.get(camera_name)
+            if best is None or arm > int(
+                (images["original"][best][1]["segmentation"] == robot_label).sum()
+            ):
+                shown[camera_name] = index
+        figure, axes = pyplot.subplots(len(shown), 3, figsize=(10.5, 3.4 * len(shown)))
+        axes = np.atleast_2d(axes)
+        for row, (camera_name, index) in enumerate(sorted(shown.items())):
+            original = images["original"][index][1]["rgb"]
+            decimated = images["decimated"][index][1]["rgb"]
+            difference = np.abs(original.astype(np.int16) - decimated).max(axis=2)
+            axes[row, 0].imshow(original)
+            axes[row, 0].set_title(f"{camera_name}: original ({triangles['original']} tri)")
+            axes[row, 1].imshow(decimated)
+            axes[row, 1].set_title(f"decimated ({triangles['decimated']} tri)")
+            heat = axes[row, 2].imshow(difference, cmap="magma", vmin=0, vmax=64)
+            axes[row, 2].set_title("|difference| (max channel)")
+            figure.colorbar(heat, ax=axes[row, 2], fraction=0.046, label="of 255")
+            for axis in axes[row]:
+                axis.set_axis_off()
+        figure.tight_layout()
+        path = figures / f"decimation_{size}.png"
+        figure.savefig(path, dpi=100)
+        pyplot.close(figure)
+        print(f"      figure: {path}")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description="camera benchmarks")
+    parser.add_argument("--figures", type=Path, default=FIGURES, help="where PNGs go")
+    args = parser.parse_args()
     configure_logging(level="warning")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -233,6 +426,8 @@ def main() -> None:
         speedup, differing = culling_speedup(timer.samples)
         print("4. frustum culling (same frames, culling off vs on, alternating, median of 3)")
         print(f"   speed-up {speedup:.2f}x; differing images: {differing}  (must be 0)")
+        time_breakdown(timer.samples)
+        decimation_comparison(out / "batch_0000", timer.samples, args.figures)
 
 
 if __name__ == "__main__":

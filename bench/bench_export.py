@@ -1,14 +1,15 @@
 """Dataset benchmarks: export throughput against raw pyarrow, and live-dataset overhead.
 
-1. Export throughput: the committed episodes of one demo run (4 batches x 4 episodes) are
-   exported as a LeRobot dataset (read + verify every trajectory, all parquet/JSON files,
-   fsync, atomic publish) and, in the same process and alternating, the same frame arrays are
-   written with raw pyarrow into one parquet file (read with torch.load, one write_table,
-   fsync). Ratio = raw time / export time (goal >= 0.8). robomimic's HDF5 export is timed too.
-   With cameras (the demo task records two), the export copies each committed H.264 file and
-   decodes it for image stats; the raw side encodes the same RGB frames with PyAV.
-2. Live overhead: the same collection with and without ``--dataset lerobot:DIR`` (alternating,
-   medians); ratio = with / without (goal <= 1.05).
+1. Export throughput, state-only and with cameras: the committed episodes of one demo run
+   (4 batches x 4 episodes) are exported as a LeRobot dataset (read + verify every
+   trajectory, all parquet/JSON files, durability pass, atomic publish) and, in the same
+   process and alternating, the same frame arrays are written with raw pyarrow into one
+   parquet file (read with torch.load, one write_table, fsync). Ratio = raw time / export
+   time (goal >= 0.8). robomimic's HDF5 export is timed too. With cameras (the demo task
+   records two), the export copies each committed H.264 file and decodes it for image stats;
+   the raw side encodes the same RGB frames with PyAV.
+2. Live overhead: the same state-only collection with and without ``--dataset lerobot:DIR``
+   (alternating, medians); ratio = with / without (goal <= 1.05).
 
 Run: ``.venv/bin/python bench/bench_export.py`` (prints figures; not part of pytest).
 """
@@ -39,8 +40,8 @@ from runtime.export.episodes import read_source  # noqa: E402
 from runtime.logging import configure_logging  # noqa: E402
 from store import EventStore  # noqa: E402
 
-REPEATS = 5
-LIVE_REPEATS = 2
+REPEATS = 7
+LIVE_REPEATS = 3
 
 
 class FsyncTimer:
@@ -95,7 +96,7 @@ def raw_pyarrow(source, out: Path) -> int:  # type: ignore[no-untyped-def]
         payload = torch.load(io.BytesIO(episode.trajectory_path.read_bytes()), weights_only=True)
         steps = payload["actions"].shape[0]
         for key, value in payload.items():
-            if key in ("metadata", "timestamps"):
+            if key in ("metadata", "timestamps", "physics_state"):  # not in a LeRobot export
                 continue
             array = value.numpy()[:steps:stride].reshape(-1, int(np.prod(value.shape[1:]) or 1))
             array = array.astype(np.float32)
@@ -113,73 +114,85 @@ def raw_pyarrow(source, out: Path) -> int:  # type: ignore[no-untyped-def]
     return out.stat().st_size + video_bytes
 
 
+def throughput(store: EventStore, catalog: Path, root: Path, *, cameras: bool) -> None:
+    """One export-vs-raw comparison on a fresh demo run (state-only or with cameras)."""
+    name = "cameras" if cameras else "state-only"
+    run_id = prepare_demo_run(store, root / f"run-{name}", catalog, batches=4,
+                              episodes_per_batch=4, settle_steps=10, cameras=cameras)
+    collect(run_id, store=store, progress=False)
+    source = read_source(store, [run_id])
+    version = build_version(DatasetSpec("lerobot", root / f"warm-{name}"), source)  # imports
+    raw_pyarrow(source, root / f"warm-{name}.parquet")
+    frames = version.total_frames
+    ours, raw, robomimic, ours_sync, raw_sync = [], [], [], [], []
+    ours_calls = raw_calls = 0
+    our_bytes = raw_bytes = rm_bytes = 0
+    for i in range(REPEATS):
+        with FsyncTimer() as synced:
+            start = time.perf_counter()
+            raw_bytes = raw_pyarrow(read_source(store, [run_id]), root / f"raw-{name}{i}.parquet")
+            raw.append(time.perf_counter() - start)
+        raw_sync.append(synced.seconds)
+        raw_calls = synced.calls
+        with FsyncTimer() as synced:
+            start = time.perf_counter()
+            version = build_version(DatasetSpec("lerobot", root / f"ds-{name}{i}"),
+                                    read_source(store, [run_id]))
+            ours.append(time.perf_counter() - start)
+        ours_sync.append(synced.seconds)
+        ours_calls = synced.calls
+        our_bytes = _tree_bytes(root / f"ds-{name}{i}")
+        assert version.written
+        start = time.perf_counter()
+        build_version(DatasetSpec("robomimic", root / f"rm-{name}{i}.hdf5"),
+                      read_source(store, [run_id]))
+        robomimic.append(time.perf_counter() - start)
+        rm_bytes = _tree_bytes(root / f"rm-{name}{i}.hdf5")
+    t_ours, t_raw, t_rm = (statistics.median(x) for x in (ours, raw, robomimic))
+    mb = 1024 * 1024
+    print(f"export throughput, {name} ({len(source.episodes)} episodes, {frames} frames, "
+          f"median of {REPEATS})")
+    print(f"  lerobot export : {t_ours * 1000:8.1f} ms  {frames / t_ours:9.0f} frames/s  "
+          f"{our_bytes / mb / t_ours:7.2f} MB/s ({our_bytes} bytes, all files)")
+    print(f"  raw pyarrow{'+av' if cameras else '   '} : {t_raw * 1000:8.1f} ms  "
+          f"{frames / t_raw:9.0f} frames/s  {raw_bytes / mb / t_raw:7.2f} MB/s ({raw_bytes} bytes)")
+    print(f"  robomimic hdf5 : {t_rm * 1000:8.1f} ms  {frames / t_rm:9.0f} frames/s  "
+          f"{rm_bytes / mb / t_rm:7.2f} MB/s (incl. one scene MJCF per batch)")
+    print(f"  export / raw throughput ratio: {t_raw / t_ours:.2f} (goal >= 0.8)")
+    s_ours, s_raw = statistics.median(ours_sync), statistics.median(raw_sync)
+    print(f"  of which fsync: export {s_ours * 1000:.1f} ms in {ours_calls} fsync call(s) "
+          f"(summed over the sync threads), raw {s_raw * 1000:.1f} ms in {raw_calls} call")
+
+
+def live_overhead(store: EventStore, catalog: Path, root: Path) -> None:
+    """The same state-only collection with and without ``--dataset lerobot:DIR``."""
+    plain, live = [], []
+    for i in range(LIVE_REPEATS):
+        for with_dataset in (False, True):
+            rid = prepare_demo_run(store, root / f"live{i}{with_dataset}", catalog,
+                                   batches=3, episodes_per_batch=3, settle_steps=10,
+                                   cameras=False)
+            datasets = [DatasetSpec("lerobot", root / f"live{i}")] if with_dataset else []
+            start = time.perf_counter()
+            collect(rid, store=store, progress=False, datasets=datasets)
+            (live if with_dataset else plain).append(time.perf_counter() - start)
+    t_plain, t_live = statistics.median(plain), statistics.median(live)
+    print(f"live dataset overhead, state-only (3 batches x 3 episodes, median of "
+          f"{LIVE_REPEATS})")
+    print(f"  collect        : {t_plain:6.2f} s")
+    print(f"  collect+lerobot: {t_live:6.2f} s")
+    print(f"  ratio: {t_live / t_plain:.3f} (goal <= 1.05)")
+
+
 def main() -> None:
     configure_logging(level="warning")
     root = Path(tempfile.mkdtemp(prefix="assetcast-bench-export-"))
     try:
         store = EventStore(f"sqlite:///{root / 'bench.db'}")
         catalog = write_catalog(root / "catalog")
-        run_id = prepare_demo_run(store, root / "run", catalog, batches=4, episodes_per_batch=4,
-                                  settle_steps=10)
-        collect(run_id, store=store, progress=False)
-        source = read_source(store, [run_id])
-        version = build_version(DatasetSpec("lerobot", root / "warm"), source)  # imports, caches
-        frames = version.total_frames
-        ours, raw, robomimic, ours_sync, raw_sync = [], [], [], [], []
-        ours_calls = raw_calls = 0
-        our_bytes = raw_bytes = rm_bytes = 0
-        for i in range(REPEATS):
-            with FsyncTimer() as synced:
-                start = time.perf_counter()
-                raw_bytes = raw_pyarrow(read_source(store, [run_id]), root / f"raw{i}.parquet")
-                raw.append(time.perf_counter() - start)
-            raw_sync.append(synced.seconds)
-            raw_calls = synced.calls
-            with FsyncTimer() as synced:
-                start = time.perf_counter()
-                version = build_version(DatasetSpec("lerobot", root / f"ds{i}"),
-                                        read_source(store, [run_id]))
-                ours.append(time.perf_counter() - start)
-            ours_sync.append(synced.seconds)
-            ours_calls = synced.calls
-            our_bytes = _tree_bytes(root / f"ds{i}")
-            assert version.written
-            start = time.perf_counter()
-            build_version(DatasetSpec("robomimic", root / f"rm{i}.hdf5"),
-                          read_source(store, [run_id]))
-            robomimic.append(time.perf_counter() - start)
-            rm_bytes = _tree_bytes(root / f"rm{i}.hdf5")
-        t_ours, t_raw, t_rm = (statistics.median(x) for x in (ours, raw, robomimic))
-        mb = 1024 * 1024
-        print(f"export throughput ({len(source.episodes)} episodes, {frames} frames, "
-              f"median of {REPEATS})")
-        print(f"  lerobot export : {t_ours * 1000:8.1f} ms  {frames / t_ours:9.0f} frames/s  "
-              f"{our_bytes / mb / t_ours:7.2f} MB/s ({our_bytes} bytes, all files)")
-        print(f"  raw pyarrow+av : {t_raw * 1000:8.1f} ms  {frames / t_raw:9.0f} frames/s  "
-              f"{raw_bytes / mb / t_raw:7.2f} MB/s ({raw_bytes} bytes)")
-        print(f"  robomimic hdf5 : {t_rm * 1000:8.1f} ms  {frames / t_rm:9.0f} frames/s  "
-              f"{rm_bytes / mb / t_rm:7.2f} MB/s (incl. one scene MJCF per batch)")
-        print(f"  export / raw throughput ratio: {t_raw / t_ours:.2f} (goal >= 0.8)")
-        s_ours, s_raw = statistics.median(ours_sync), statistics.median(raw_sync)
-        print(f"  of which fsync: export {s_ours * 1000:.1f} ms in {ours_calls} calls (every file "
-              f"and folder of the version, the rename, the link), raw {s_raw * 1000:.1f} ms in "
-              f"{raw_calls} call")
-        print(f"  ratio without fsync time: {(t_raw - s_raw) / (t_ours - s_ours):.2f}")
-
-        plain, live = [], []
-        for i in range(LIVE_REPEATS):
-            for with_dataset in (False, True):
-                rid = prepare_demo_run(store, root / f"live{i}{with_dataset}", catalog,
-                                       batches=3, episodes_per_batch=3, settle_steps=10)
-                datasets = [DatasetSpec("lerobot", root / f"live{i}")] if with_dataset else []
-                start = time.perf_counter()
-                collect(rid, store=store, progress=False, datasets=datasets)
-                (live if with_dataset else plain).append(time.perf_counter() - start)
-        t_plain, t_live = statistics.median(plain), statistics.median(live)
-        print(f"live dataset overhead (3 batches x 3 episodes, median of {LIVE_REPEATS})")
-        print(f"  collect        : {t_plain:6.2f} s")
-        print(f"  collect+lerobot: {t_live:6.2f} s")
-        print(f"  ratio: {t_live / t_plain:.3f} (goal <= 1.05)")
+        throughput(store, catalog, root, cameras=False)
+        throughput(store, catalog, root, cameras=True)
+        live_overhead(store, catalog, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from domain.asset_physics import AssetPhysics
 from domain.canonical import canonical_json
 from domain.errors import AssetValidationError
 from domain.fields import forbidden_character
@@ -39,6 +40,7 @@ _DESCRIPTOR_FIELDS = (
     "support_region",
     "provenance",
     "normalized",
+    "physics",
 )
 
 
@@ -164,7 +166,9 @@ def _attributes(value: Any, path: str, source: str | None) -> Mapping[str, JsonS
     return FrozenMap(out)
 
 
-def _names(value: Any, path: str, source: str | None) -> tuple[str, ...]:
+def _names(
+    value: Any, path: str, source: str | None, *, what: str = "capability"
+) -> tuple[str, ...]:
     if not isinstance(value, list | tuple):
         raise _fail(path, f"expected a list of strings, got {type(value).__name__}", source)
     seen: set[str] = set()
@@ -172,7 +176,7 @@ def _names(value: Any, path: str, source: str | None) -> tuple[str, ...]:
     for i, item in enumerate(value):
         name = _nonempty_str(item, f"{path}[{i}]", source)
         if name in seen:
-            raise _fail(f"{path}[{i}]", f"duplicate capability {name!r}", source)
+            raise _fail(f"{path}[{i}]", f"duplicate {what} {name!r}", source)
         seen.add(name)
         out.append(name)
     return tuple(out)
@@ -299,6 +303,7 @@ class AssetDescriptor:
     support_region: Bounds3D | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     normalized: bool = False
+    physics: AssetPhysics | None = None
 
     def __post_init__(self) -> None:
         # Route constructor input through the same strict decoder as files.
@@ -327,7 +332,7 @@ class AssetDescriptor:
                 return value
             return value.to_dict()
 
-        return {
+        out: dict[str, Any] = {
             "asset_id": self.asset_id,
             "category": self.category,
             "attributes": dict(self.attributes),
@@ -338,6 +343,10 @@ class AssetDescriptor:
             "provenance": _thaw_json(self.provenance),
             "normalized": self.normalized,
         }
+        if self.physics is not None:  # absent, not null: older assets keep their identity
+            physics = self.physics
+            out["physics"] = physics if isinstance(physics, dict) else physics.to_dict()
+        return out
 
     @classmethod
     def from_dict(
@@ -373,6 +382,11 @@ class AssetDescriptor:
         if not isinstance(normalized, bool):
             raise _fail(f"{path}.normalized", "expected true or false", source)
         _check_geometry(boxes, normalized, provenance.get("origin"), path, source)
+        physics = None
+        if mapping.get("physics") is not None:
+            physics = AssetPhysics.from_dict(
+                mapping["physics"], path=f"{path}.physics", source=source
+            )
         descriptor = object.__new__(cls)
         for name, item in (
             ("asset_id", asset_id),
@@ -381,6 +395,7 @@ class AssetDescriptor:
             ("capabilities", capabilities),
             ("provenance", provenance),
             ("normalized", normalized),
+            ("physics", physics),
             *boxes.items(),
         ):
             object.__setattr__(descriptor, name, item)
@@ -447,15 +462,21 @@ def _check_geometry(
 
 @dataclass(frozen=True, eq=False)
 class AssetQuery:
-    """What a role asks a provider for; ``category=None`` means every category."""
+    """What a role asks a provider for; ``category=None`` means every category.
+
+    ``preferred_categories`` is a ranking hint, never a filter: the category names a task's
+    aliases make equivalent to the role's category. A listing with aliases asks for every
+    category (providers do not know the task's aliases), and a provider that truncates to
+    ``limit`` keeps these first, so a small cap does not drop the aliased assets."""
 
     category: str | None = None
     attributes: Mapping[str, JsonScalar] = field(default_factory=dict)
     capabilities: tuple[str, ...] = ()
+    preferred_categories: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         checked = AssetQuery.from_dict(self.to_dict())
-        for name in ("category", "attributes", "capabilities"):
+        for name in ("category", "attributes", "capabilities", "preferred_categories"):
             object.__setattr__(self, name, getattr(checked, name))
 
     def __eq__(self, other: object) -> bool:
@@ -467,18 +488,24 @@ class AssetQuery:
         return hash(canonical_json(self.to_dict()))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "category": self.category,
             "attributes": dict(self.attributes),
             "capabilities": list(self.capabilities),
         }
+        if self.preferred_categories:  # absent when empty: a task's digest does not change
+            out["preferred_categories"] = list(self.preferred_categories)
+        return out
 
     @classmethod
     def from_dict(
         cls, value: Any, *, path: str = "query", source: str | None = None
     ) -> AssetQuery:
         mapping = _require_mapping(value, path, source)
-        _check_keys(mapping, path, source, optional=("category", "attributes", "capabilities"))
+        _check_keys(
+            mapping, path, source,
+            optional=("category", "attributes", "capabilities", "preferred_categories"),
+        )
         category = mapping.get("category")
         if category is not None:
             category = _nonempty_str(category, f"{path}.category", source)
@@ -490,6 +517,14 @@ class AssetQuery:
             query,
             "capabilities",
             _names(mapping.get("capabilities", []), f"{path}.capabilities", source),
+        )
+        object.__setattr__(
+            query,
+            "preferred_categories",
+            _names(
+                mapping.get("preferred_categories", []), f"{path}.preferred_categories", source,
+                what="category",
+            ),
         )
         return query
 
@@ -606,7 +641,12 @@ class AssetProvider(Protocol):
         ...
 
     def candidates(self, query: AssetQuery, limit: int) -> Iterable[AssetCandidate]:
-        """At most ``limit`` candidates, exact category matches first."""
+        """At most ``limit`` candidates, exact category matches first.
+
+        A provider that samples also takes ``seed: int`` as a keyword (preparation passes
+        one derived from the run's seed when the signature names it): ties are then
+        ordered by the seed, so a cap draws from the whole catalog, the same seed the same
+        sample."""
         ...
 
     def materialize(self, candidate: AssetCandidate, context: PreparationContext) -> PreparedAsset:

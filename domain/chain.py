@@ -106,6 +106,17 @@ class ChainBroken(AssetcastInputError):
     the evidence under a fresh, valid-looking head."""
 
 
+@dataclass(frozen=True)
+class ChainAnchor:
+    """A place in a run's chain that was verified when it was recorded: event ``seq`` of
+    type ``type`` has hash ``hash`` and every event up to it chained correctly then. A
+    cheap check walks only the events after it; ``verify`` still walks them all."""
+
+    seq: int
+    hash: str
+    type: str
+
+
 @dataclass
 class ChainReport:
     """The result of walking one run's chain: the first problem, if any, names its place."""
@@ -118,6 +129,9 @@ class ChainReport:
     problem: str | None = None
     problem_seq: int | None = None
     notes: list[str] = field(default_factory=list)
+    anchor_seq: int = 0
+    """0 for a full walk; else the walk started after this verified anchor (seq 1..it
+    were checked when the anchor was recorded, not now)."""
 
     @property
     def ok(self) -> bool:
@@ -147,6 +161,7 @@ def _recorded_as(
 def walk_chain(
     run_id: str, rows: Sequence[ChainRow], *, stored_head: str | None,
     stored_version: int | None, noted_head: str | None = None,
+    anchor: ChainAnchor | None = None,
 ) -> ChainReport:
     """Re-hash ``rows`` (ordered by seq) and report the first place the chain breaks.
 
@@ -155,15 +170,23 @@ def walk_chain(
     event's hash (else: the previous event was rewritten or removed). Then the run's
     stored head and version must name the last event (else: the tail was truncated), and
     a noted head must be in the chain.
+
+    With ``anchor`` the walk starts after it: ``rows`` are the events after
+    ``anchor.seq`` and the first of them must chain to ``anchor.hash`` (a noted head is
+    then only found among the walked events or the anchor).
     """
     report = ChainReport(run_id, stored_head=stored_head)
     prev = GENESIS
+    start = 0
+    if anchor is not None:
+        start, prev = anchor.seq, anchor.hash
+        report.events, report.head, report.anchor_seq = start, prev, start
     prefix = TAG + _net(run_id.encode("utf-8"))
     versions: dict[int, bytes] = {}
     seen_times: dict[datetime, bytes] = {}
     max_seq = rows[-1][0] if rows else 0
-    hashes: dict[str, int] = {}
-    for expected_seq, row in enumerate(rows, start=1):
+    hashes: dict[str, int] = {prev: start} if start else {}
+    for expected_seq, row in enumerate(rows, start=start + 1):
         seq, event_type, version, text, recorded, row_prev, stored = row
         if seq != expected_seq:
             report.problem_seq = expected_seq
@@ -197,9 +220,12 @@ def walk_chain(
                 )
             return report
         if row_prev != prev:
+            before = rows[seq - start - 2][1] if seq - start >= 2 else (
+                anchor.type if anchor is not None else "?"
+            )
             report.problem_seq = seq - 1
             report.problem = (
-                f"seq {seq - 1} ({rows[seq - 2][1]}) was rewritten: seq {seq} chains to a "
+                f"seq {seq - 1} ({before}) was rewritten: seq {seq} chains to a "
                 "different hash"
             )
             return report

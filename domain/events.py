@@ -94,12 +94,18 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
 # wall-clock UTC start (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) and ``reset_s`` the seeded reset;
 # every ``duration_s`` is the monotonic duration in seconds of that event's phase.
 OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
+    # Packages the provider considered before its cap, and duplicates it listed once (issue 15).
+    "CandidatesListed": {"available": _I, "duplicates": _I},
     "EpisodeStarted": {"started_at": _S, "reset_s": _F},
     "InitialChecked": {"duration_s": _F},
     "EpisodeExecuted": {"duration_s": _F},
     "EpisodeJudged": {"duration_s": _F},
     "TrajectoryCommitted": {"files": _L, "duration_s": _F},
     "ResetSubmitted": {"duration_s": _F},
+    # Interleaved batches (several workers): who opened, built for and finished a batch.
+    "EnvironmentBuilt": {"worker": _S},
+    "BatchStarted": {"session_id": _S, "worker": _S},
+    "BatchFinished": {"session_id": _S, "worker": _S},
     # --keep-rejected: the rejected episode's files kept under rejected/, each {camera (str or
     # null), modality ("trajectory" or a camera's), path, bytes, sha256}.
     "TrajectoryDiscarded": {"kept": _L},

@@ -27,7 +27,7 @@ from domain.lifecycle import (
 
 # Bump whenever the fold's meaning or RunState's shape changes: stored snapshots of an
 # older fold version are then ignored and rebuilt from the log.
-FOLD_VERSION = 2
+FOLD_VERSION = 3  # 3: open episodes per batch (interleaved batches), batch workers
 
 
 class EventLike(Protocol):
@@ -74,6 +74,7 @@ class BatchState:
     started: int = 0
     assets_replaced: dict | None = None
     finished: dict | None = None
+    started_by: dict | None = None  # {"session_id", "worker"} of the latest BatchStarted naming one
 
     @property
     def asset_set_id(self) -> str | None:
@@ -141,7 +142,9 @@ class RunState:
     environments: dict[str, EnvironmentFacts] = field(default_factory=dict)
     lease_takeovers: list[dict] = field(default_factory=list)
     datasets: list[dict] = field(default_factory=list)
-    open_episode: tuple[int, int] | None = None
+    # batch -> its open episode (started, not yet reset). Batches run concurrently on several
+    # workers, so each batch has its own grammar position; a new session abandons them all.
+    open_episodes: dict[int, int] = field(default_factory=dict)
     first_collection: dict | None = None
     last_event_type: str | None = None
     resumes: int = 0
@@ -154,6 +157,14 @@ class RunState:
     @property
     def phase(self) -> str | None:
         return phase_of(self.state, self.failed_from)
+
+    @property
+    def open_episode(self) -> tuple[int, int] | None:
+        """The lowest open ``(batch, episode)``, None when no episode is open."""
+        if not self.open_episodes:
+            return None
+        batch = min(self.open_episodes)
+        return batch, self.open_episodes[batch]
 
     @property
     def goal(self) -> str | None:
@@ -284,7 +295,7 @@ class Folder:
             st.sessions.append(
                 Session(len(st.sessions) + 1, t, p["session_id"], p["host"], p["pid"], seq)
             )
-            st.open_episode = None
+            st.open_episodes = {}
 
     def _collection_started(self, seq: int, t: str, p: dict) -> None:
         if self.lifecycle.state in (PREPARED, COLLECTING):
@@ -307,7 +318,7 @@ class Folder:
     def _run_completed(self, seq: int, _t: str, p: dict) -> None:
         st = self.state
         if self.lifecycle.state == COLLECTING:
-            if st.open_episode is not None:
+            if st.open_episodes:
                 raise _Illegal(f"episode {st.open_episode} is still open")
             st.completed = p
 
@@ -391,12 +402,19 @@ class Folder:
 
     def _batch_started(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
-            batch = self.state.batch(p["batch_index"])
+            b = p["batch_index"]
+            batch = self.state.batch(b)
             if batch.finished is not None:
-                raise _Illegal(f"batch {p['batch_index']} already finished")
-            if self.state.open_episode is not None:
-                raise _Illegal(f"episode {self.state.open_episode} is still open")
+                raise _Illegal(f"batch {b} already finished")
+            self._require_no_open_episode(b)
+            self._require_current_session(p)
             batch.started += 1
+            if "worker" in p or "session_id" in p:
+                batch.started_by = {
+                    "session_id": p.get("session_id"), "worker": p.get("worker")
+                }
+            else:
+                batch.started_by = None
 
     def _assets_replaced(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
@@ -404,11 +422,30 @@ class Folder:
 
     def _batch_finished(self, seq: int, t: str, p: dict) -> None:
         if self._accepts(t):
-            batch = self._open_batch(p["batch_index"])
-            if self.state.open_episode is not None:
-                raise _Illegal(f"episode {self.state.open_episode} is still open")
+            b = p["batch_index"]
+            batch = self._open_batch(b)
+            self._require_no_open_episode(b)
+            self._require_current_session(p)
+            worker, by = p.get("worker"), batch.started_by
+            if worker is not None and by is not None and by["worker"] not in (None, worker):
+                raise _Illegal(
+                    f"batch {b} was started by worker {by['worker']!r}, not {worker!r}"
+                )
             batch.finished = p
             self.state.batches_finished += 1
+
+    def _require_no_open_episode(self, batch_index: int) -> None:
+        open_index = self.state.open_episodes.get(batch_index)
+        if open_index is not None:
+            raise _Illegal(f"episode {(batch_index, open_index)} is still open")
+
+    def _require_current_session(self, p: dict) -> None:
+        """A batch event naming its session must name the session driving the run now."""
+        session_id = p.get("session_id")
+        sessions = self.state.sessions
+        if session_id is not None and (not sessions or sessions[-1].session_id != session_id):
+            current = sessions[-1].session_id if sessions else None
+            raise _Illegal(f"session_id {session_id!r} is not the current session {current!r}")
 
     def _open_batch(self, batch_index: int) -> BatchState:
         batch = self.state.batches.get(batch_index)
@@ -424,8 +461,7 @@ class Folder:
         st = self.state
         key = (p["batch_index"], p["episode_index"])
         self._open_batch(key[0])
-        if st.open_episode is not None:
-            raise _Illegal(f"episode {st.open_episode} is still open")
+        self._require_no_open_episode(key[0])
         previous = st.episodes.get(key)
         if previous is not None:
             if previous.done:
@@ -441,15 +477,19 @@ class Folder:
         st.episodes[key] = EpisodeState(
             key[0], key[1], p["seed"], st.session, seq, starts=starts
         )
-        st.open_episode = key
+        st.open_episodes[key[0]] = key[1]
 
     def _episode_step(self, seq: int, t: str, p: dict) -> None:
         if not self._accepts(t):
             return
         st = self.state
         key = (p["batch_index"], p["episode_index"])
-        if st.open_episode != key:
-            raise _Illegal(f"episode {key} is not the open episode ({st.open_episode})")
+        if st.open_episodes.get(key[0]) != key[1]:
+            current = st.open_episodes.get(key[0])
+            open_key = (key[0], current) if current is not None else None
+            raise _Illegal(
+                f"episode {key} is not the open episode of batch {key[0]} ({open_key})"
+            )
         ep = st.episodes[key]
         allowed, next_stage = _EPISODE_STEPS[t]
         if ep.stage not in allowed:
@@ -483,7 +523,7 @@ class Folder:
             self._count_done(ep)
         else:  # ResetSubmitted ends the episode
             ep.reset_submitted = True
-            st.open_episode = None
+            del st.open_episodes[key[0]]
         ep.stage = next_stage
 
     def _count_done(self, ep: EpisodeState) -> None:

@@ -14,11 +14,22 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from domain.assets import PublishFence as Fence
+if TYPE_CHECKING:  # a type only: importing domain.assets costs every command start-up
+    from domain.assets import PublishFence as Fence
+
+
+def __getattr__(name: str) -> Any:
+    """``Fence`` (re-exported for the writers that import it from here), loaded on use."""
+    if name == "Fence":
+        from domain.assets import PublishFence
+
+        return PublishFence
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 log = structlog.get_logger(__name__)
 

@@ -83,6 +83,11 @@ def prepare(
     from runtime.sim.robots import check_reach  # the simulator only loads for a real prepare
 
     check_reach(spec, source=str(source))
+    from runtime.sim.registry import unregistered_message, unregistered_names
+
+    missing = unregistered_names(spec)  # such a run could never be collected
+    if missing:
+        raise AssetcastInputError(f"{source}: {unregistered_message(missing)}")
     requirements = requirements_of(spec, source)
     entity_packages = entity_package_dirs(spec, source)
     check_entity_packages(entity_packages, cfg.mesh_limits)

@@ -31,6 +31,7 @@ from runtime.collection import (
     refuse_bad_collection_input,
     run_collection,
 )
+from runtime.collection.executors.options import ExecutorOptions
 from runtime.collection.plan import CollectionRefused, plan_from_state
 from runtime.collection.recordings import verify_committed
 from runtime.collection.repair import RestoredEpisode, repair_committed
@@ -133,10 +134,12 @@ class RunDataAltered(AssetcastInputError):
 
 def _require_intact_inputs(run_id: str, store: Any) -> None:
     """Deployments and cache snapshots must still match their chained digests before a
-    session builds on them (committed trajectories are checked under the lease)."""
-    from runtime.verify import verify_events
+    session builds on them (committed trajectories are checked under the lease). Only the
+    preparation prefix of the log names them, so only it is read."""
+    from runtime.verify import preparation_prefix, verify_events
 
-    result = verify_events(run_id, store.read(run_id), trajectories=False)
+    events = preparation_prefix(store.iter_events(run_id))
+    result = verify_events(run_id, events, trajectories=False)
     if result.problems:
         more = len(result.problems) - 1
         raise RunDataAltered(
@@ -171,6 +174,9 @@ def _resume_under_lease(
     )
     verify_committed(run_id, plan.output_dir, plan.committed())
     # Bad input is refused before RunResumed: exit 2 must mean nothing was recorded.
+    ExecutorOptions(
+        collect_kwargs.get("workers", 1), collect_kwargs.get("ray_address")
+    ).check()
     refuse_bad_collection_input(
         plan,
         collect_kwargs.get("initial_checks"),

@@ -12,7 +12,7 @@ list of what is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,6 +178,19 @@ def _check_deployment(
                     f"but the log resolved {asset['content_sha256']}"
                 )
     return problems
+
+
+def preparation_prefix(events: Iterable[EventLike]) -> list[EventLike]:
+    """The events before the run's first ``CollectionStarted``: every event that names a
+    deployment or a cache snapshot (preparation's events are legal only while preparing,
+    which ends for good when collection starts). Streamed, so a long collection's history
+    is never read for what resume checks before it starts."""
+    prefix = []
+    for event in events:
+        if event.type == "CollectionStarted":
+            break
+        prefix.append(event)
+    return prefix
 
 
 def verify_events(

@@ -19,6 +19,7 @@ import structlog
 
 from domain.chain import (
     GENESIS,
+    ChainAnchor,
     ChainBroken,
     ChainReport,
     ChainRow,
@@ -29,14 +30,23 @@ from domain.chain import (
 from domain.errors import ConcurrencyError, EventSchemaError, UnknownRun
 from domain.events import SCHEMA_VERSION, normalize_payload, validate_payload
 from domain.lifecycle import COMPLETED
-from domain.state import FOLD_VERSION, Folder, RunState
-from domain.state_codec import SnapshotCorrupt, decode_folder, encode_state
+from domain.state import Folder, RunState
+from domain.state_codec import (
+    FOLD_SNAPSHOT_VERSION,
+    SnapshotCorrupt,
+    decode_folder,
+    encode_state,
+)
 from store.leases import Lease
 from store.projections.incremental import Projector, snapshotted
 from store.records import NewEvent, RecordedEvent, RunSummary, utcnow
 from store.snapshots import (
+    CHAIN_KIND,
+    CHAIN_VERSION,
     FOLD_KIND,
     SnapshotRecord,
+    anchor_body,
+    anchor_from,
     crosses_boundary,
     event_digest,
     make_record,
@@ -142,6 +152,9 @@ class StoreCore:
     def _put_snapshots(self, records: Sequence[SnapshotRecord]) -> None:
         """Store ``records`` (replacing each run's snapshot of the same kind)."""
 
+    def _drop_snapshots(self, run_id: str, kinds: Sequence[str]) -> None:
+        """Delete the run's snapshots of ``kinds`` (absent ones are no error)."""
+
     def run_ids(self) -> list[str]:
         return [summary.run_id for summary in self.list_runs()]
 
@@ -156,9 +169,12 @@ class StoreCore:
         ``fence``'s token (``LeaseLost`` and nothing written if not)."""
         raise NotImplementedError
 
-    def _chain_rows(self, run_id: str) -> tuple[list[ChainRow], int | None, str | None]:
-        """Every event of the run as stored, by seq, and the run row's version and head,
-        read from one snapshot (a concurrent append must not look like tampering)."""
+    def _chain_rows(
+        self, run_id: str, after_seq: int = 0
+    ) -> tuple[list[ChainRow], int | None, str | None]:
+        """The run's events after ``after_seq`` as stored, by seq, and the run row's version
+        and head, read from one snapshot (a concurrent append must not look like
+        tampering)."""
         raise NotImplementedError
 
     def _run_head(self, run_id: str) -> str | None:
@@ -218,7 +234,7 @@ class StoreCore:
         return record.seq, body
 
     def _snapshot_folder(self, run_id: str) -> Folder | None:
-        found = self._trusted(run_id, FOLD_KIND, FOLD_VERSION)
+        found = self._trusted(run_id, FOLD_KIND, FOLD_SNAPSHOT_VERSION)
         if found is None:
             return None
         seq, body = found
@@ -263,10 +279,17 @@ class StoreCore:
         digest = event_digest(last.seq, last.type, last.text, SCHEMA_VERSION, last.hash)
         records = [
             make_record(
-                run_id, FOLD_KIND, last.seq, FOLD_VERSION, digest, encode_state(folder.state)
+                run_id, FOLD_KIND, last.seq, FOLD_SNAPSHOT_VERSION, digest,
+                encode_state(folder.state),
             )
         ]
         before = prepared[0].seq - 1
+        if self._segment_verifies(run_id, before, prepared[0].prev_hash):
+            anchor = ChainAnchor(last.seq, last.hash, last.type)
+            records.append(
+                make_record(run_id, CHAIN_KIND, last.seq, CHAIN_VERSION, digest,
+                            anchor_body(anchor))
+            )
         live = self._live.setdefault(run_id, {})
         for kind, cls in snapshotted().items():
             projector = live.get(kind)
@@ -283,6 +306,29 @@ class StoreCore:
                 make_record(run_id, kind, projector.seq, cls.VERSION, digest, projector.dump())
             )
         return records
+
+    def _segment_verifies(self, run_id: str, before: int, previous: str) -> bool:
+        """Whether the stored events between the run's chain anchor and seq ``before``
+        chain from the anchor to ``previous`` (the hash this append links to). Walked once
+        per snapshot interval, so the next anchor is one whose whole prefix verified; a
+        failure only means no new anchor (cheap checks keep walking from the old one)."""
+        try:
+            anchor = self.chain_anchor(run_id)
+            if anchor is not None and anchor.seq > before:
+                anchor = None
+            rows, _version, _head = self._chain_rows(
+                run_id, anchor.seq if anchor is not None else 0
+            )
+            rows = [row for row in rows if row[0] <= before]
+            report = walk_chain(
+                run_id, rows, stored_head=previous, stored_version=before, anchor=anchor
+            )
+        except Exception as exc:  # noqa: BLE001 - an anchor is a cache; the append goes on
+            log.warning("chain_anchor_not_advanced", run_id=run_id, error=str(exc))
+            return False
+        if not report.ok:
+            log.warning("chain_anchor_not_advanced", run_id=run_id, problem=report.problem)
+        return report.ok
 
     def rebuild_snapshots(self, run_ids: Sequence[str] | None = None) -> list[SnapshotRecord]:
         """Recompute every snapshot from the logs alone (ignoring the stored ones) and store
@@ -307,13 +353,24 @@ class StoreCore:
             digest = self._event_digest(run_id, last[0]) or event_digest(*last)
             records = [
                 make_record(
-                    run_id, FOLD_KIND, last[0], FOLD_VERSION, digest, encode_state(folder.state)
+                    run_id, FOLD_KIND, last[0], FOLD_SNAPSHOT_VERSION, digest,
+                    encode_state(folder.state),
                 )
             ]
             records += [
                 make_record(run_id, kind, last[0], snapshotted()[kind].VERSION, digest, p.dump())
                 for kind, p in projectors.items()
             ]
+            chain = self.verify_chain(run_id)
+            if chain.ok and chain.events == last[0]:
+                anchor = ChainAnchor(last[0], chain.head, last[1])
+                records.append(
+                    make_record(run_id, CHAIN_KIND, last[0], CHAIN_VERSION, digest,
+                                anchor_body(anchor))
+                )
+            else:
+                log.warning("chain_anchor_dropped", run_id=run_id, problem=chain.problem)
+                self._drop_snapshots(run_id, (CHAIN_KIND,))
             self._put_snapshots(records)
             written += records
             with self._lock:
@@ -476,9 +533,60 @@ class StoreCore:
             run_id, rows, stored_head=head, stored_version=version, noted_head=noted_head
         )
 
+    def chain_anchor(self, run_id: str) -> ChainAnchor | None:
+        """The run's verified chain anchor, if a trusted one is stored: its snapshot row
+        passes the snapshot checks (version, body digest, the event now at its seq is the
+        one it was taken over) and that event's stored hash is the anchor's."""
+        found = self._trusted(run_id, CHAIN_KIND, CHAIN_VERSION)
+        if found is None:
+            return None
+        anchor = anchor_from(*found)
+        if anchor is None or self._hash_at(run_id, anchor.seq) != anchor.hash:
+            log.warning("snapshot_ignored", run_id=run_id, kind=CHAIN_KIND,
+                        reason="not an anchor of this chain")
+            return None
+        return anchor
+
+    def _tail_rows(self, run_id: str) -> tuple[ChainReport, list[ChainRow]]:
+        anchor = self.chain_anchor(run_id)
+        rows, version, head = self._chain_rows(run_id, anchor.seq if anchor else 0)
+        if not rows and version is None:
+            raise self._unknown_run(run_id)
+        report = walk_chain(
+            run_id, rows, stored_head=head, stored_version=version, anchor=anchor
+        )
+        return report, rows
+
+    def check_chain(self, run_id: str) -> ChainReport:
+        """The cheap chain check every reading command and every resume makes: only the
+        events after the run's verified anchor are re-hashed (O(snapshot interval), not
+        O(history)).
+
+        What it guarantees: the anchor event still carries the hash it had when the
+        anchor was recorded (so nothing before it was rewritten *with its hashes
+        recomputed* without also rewriting the anchor), every later event still hashes to
+        its stored hash and links to its predecessor, and the run row's version and head
+        name the last event. What only :meth:`verify_chain` (``assetcast verify``) finds:
+        an event before the anchor altered without recomputing hashes after the anchor
+        was recorded. Without an anchor this is the full walk."""
+        return self._tail_rows(run_id)[0]
+
+    def check_tail(self, run_id: str) -> tuple[ChainReport, EventSchemaError | None]:
+        """:meth:`check_chain`, and the first event after the anchor whose stored payload
+        does not decode (None if all do): what ``runs`` says about a run without folding
+        it."""
+        report, rows = self._tail_rows(run_id)
+        for seq, event_type, schema_version, text, _at, _prev, _hash in rows:
+            try:
+                _stored_payload(run_id, seq, event_type, text, schema_version)
+            except EventSchemaError as error:
+                return report, error
+        return report, None
+
     def require_intact_chain(self, run_id: str) -> ChainReport:
-        """The chain report, or ChainBroken (bad input: nothing is appended) if it fails."""
-        report = self.verify_chain(run_id)
+        """The cheap chain report (:meth:`check_chain`), or ChainBroken (bad input: nothing
+        is appended) if it fails."""
+        report = self.check_chain(run_id)
         if not report.ok:
             raise ChainBroken(
                 f"run {run_id}: hash chain broken: {report.problem}; refusing to continue "

@@ -106,7 +106,9 @@ class _Statements:
             _E.hash,
         )
         self.select_chain = DriverStatement(
-            sa.select(*chain).where(_E.run_id == sa.bindparam("c_run_id")).order_by(_E.seq),
+            sa.select(*chain)
+            .where(_E.run_id == sa.bindparam("c_run_id"), _E.seq > sa.bindparam("c_after"))
+            .order_by(_E.seq),
             dialect,
         )
         # Raw driver rows skip result processing: fine for columns that have none;
@@ -299,12 +301,18 @@ class EventStore(StoreCore):
             with self._write_conn() as conn, conn.begin():
                 _store_snapshots(conn, records, utcnow())
 
+    def _drop_snapshots(self, run_id: str, kinds: Sequence[str]) -> None:
+        with self._write_conn() as conn, conn.begin():
+            conn.execute(
+                snapshots_table.delete().where(_S.run_id == run_id, _S.kind.in_(list(kinds)))
+            )
+
     def _run_exists(self, run_id: str) -> bool:
         with self.engine.connect() as conn:
             found = conn.execute(sa.select(_R.run_id).where(_R.run_id == run_id)).first()
         return found is not None
 
-    def _chain_rows(self, run_id: str) -> tuple[list, int | None, str | None]:
+    def _chain_rows(self, run_id: str, after_seq: int = 0) -> tuple[list, int | None, str | None]:
         sql = self._sql
         with self.engine.connect() as conn:
             if conn.dialect.name == "postgresql":
@@ -313,7 +321,9 @@ class EventStore(StoreCore):
                 run = conn.execute(
                     sa.select(_R.version, _R.head_hash).where(_R.run_id == run_id)
                 ).first()
-                rows = sql.select_chain.execute(conn, {"c_run_id": run_id}).all()
+                rows = sql.select_chain.execute(
+                    conn, {"c_run_id": run_id, "c_after": after_seq}
+                ).all()
         convert = sql.recorded_at if sql.select_chain.fast else None
         seen: dict = {}
         out = []

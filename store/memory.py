@@ -59,12 +59,12 @@ class InMemoryEventStore(StoreCore):
             for _pos, seq, event_type, text, _at, schema_version, _prev, digest in rows
         ]
 
-    def _chain_rows(self, run_id: str) -> tuple[list, int | None, str | None]:
+    def _chain_rows(self, run_id: str, after_seq: int = 0) -> tuple[list, int | None, str | None]:
         with self._lock:
             rows = [
                 (seq, event_type, version, text, at, prev, digest)
                 for _pos, seq, event_type, text, at, version, prev, digest
-                in self._events.get(run_id, [])
+                in self._events.get(run_id, [])[after_seq:]
             ]
             run = self._runs.get(run_id)
             if run is None:
@@ -98,6 +98,11 @@ class InMemoryEventStore(StoreCore):
         with self._lock:
             for record in records:
                 self._snapshots[(record.run_id, record.kind)] = record
+
+    def _drop_snapshots(self, run_id: str, kinds: Sequence[str]) -> None:
+        with self._lock:
+            for kind in kinds:
+                self._snapshots.pop((run_id, kind), None)
 
     def list_runs(self) -> list[RunSummary]:
         with self._lock:

@@ -25,12 +25,16 @@ from typing import Any
 import structlog
 
 from domain.canonical import canonical_json, sha256_hex
+from domain.chain import ChainAnchor
 
 log = structlog.get_logger(__name__)
 
 SNAPSHOT_ENV = "ASSETCAST_SNAPSHOT_EVERY"
 DEFAULT_SNAPSHOT_EVERY = 10_000
 FOLD_KIND = "fold"
+CHAIN_KIND = "chain"
+"""The verified chain anchor (:class:`domain.chain.ChainAnchor`), kept beside the fold."""
+CHAIN_VERSION = 1
 
 
 def snapshot_interval(value: int | None = None) -> int:
@@ -115,3 +119,21 @@ def trusted_body(
         reason=reason,
     )
     return None
+
+
+def anchor_body(anchor: ChainAnchor) -> dict[str, Any]:
+    return {"seq": anchor.seq, "hash": anchor.hash, "type": anchor.type}
+
+
+def anchor_from(seq: int, body: Any) -> ChainAnchor | None:
+    """The anchor a trusted ``chain`` snapshot body names, or None if it is malformed."""
+    if not isinstance(body, dict) or set(body) != {"seq", "hash", "type"}:
+        return None
+    digest, kind = body["hash"], body["type"]
+    if body["seq"] != seq or type(seq) is not int or seq < 1:
+        return None
+    if not isinstance(digest, str) or len(digest) != 64 or not isinstance(kind, str):
+        return None
+    if digest.strip("0123456789abcdef"):
+        return None
+    return ChainAnchor(seq, digest, kind)

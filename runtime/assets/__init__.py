@@ -1,20 +1,30 @@
-"""Asset providers, the verified content-addressed cache and the procedural demo catalog."""
+"""Asset providers, the verified content-addressed cache and the procedural demo catalog.
 
-from runtime.assets.cache import prepare_package
-from runtime.assets.providers import (
-    DirectoryAssetProvider,
-    ExplicitAssetProvider,
-    provider_from_description,
-    rank_candidates,
-)
-from runtime.assets.snapshot import read_snapshot, verify_prepared_asset
+The names below are loaded on first use (PEP 562): importing one submodule, e.g.
+``runtime.assets.snapshot`` for ``verify``, must not load the cache's mesh stack
+(trimesh, scipy) with it.
+"""
 
-__all__ = [
-    "DirectoryAssetProvider",
-    "ExplicitAssetProvider",
-    "prepare_package",
-    "provider_from_description",
-    "rank_candidates",
-    "read_snapshot",
-    "verify_prepared_asset",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "DirectoryAssetProvider": "runtime.assets.providers",
+    "ExplicitAssetProvider": "runtime.assets.providers",
+    "prepare_package": "runtime.assets.cache",
+    "provider_from_description": "runtime.assets.providers",
+    "rank_candidates": "runtime.assets.providers",
+    "read_snapshot": "runtime.assets.snapshot",
+    "verify_prepared_asset": "runtime.assets.snapshot",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module), name)

@@ -53,8 +53,16 @@ BOUNDS_TOLERANCE_M = 1e-6
 TMP_PREFIX = ".tmp-"
 
 
-def _write_file(path: Path, data: bytes, *, sync: bool = True) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_file(
+    path: Path, data: bytes, *, sync: bool = True, made: set[Path] | None = None
+) -> None:
+    """Write (and with ``sync`` fsync) one file; ``made`` remembers folders already created
+    so a package's files cost one mkdir per folder, not one per file."""
+    parent = path.parent
+    if made is None or parent not in made:
+        parent.mkdir(parents=True, exist_ok=True)
+        if made is not None:
+            made.add(parent)
     with open(path, "wb") as handle:
         handle.write(data)
         if sync:
@@ -101,8 +109,9 @@ def _build(
     limits: MeshLimits,
 ) -> PreparedAsset:
     # References and header sizes were checked by read_package; the loader runs on the copy.
+    made = {tmp}
     for rel, payload in data.items():
-        _write_file(tmp / rel, payload, sync=sync)
+        _write_file(tmp / rel, payload, sync=sync, made=made)
     visual = load_mesh(
         tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path), limits=limits
     )
@@ -123,7 +132,7 @@ def _build(
     for index, piece in enumerate(pieces):
         rel = f"{COLLISION_DIR}/piece_{index:03d}.obj"
         payload = obj_bytes(piece.vertices, piece.faces, comment=f"assetcast convex piece {index}")
-        _write_file(tmp / rel, payload, sync=sync)
+        _write_file(tmp / rel, payload, sync=sync, made=made)
         derived[rel] = sha256_hex(payload)
         names.append(rel)
     asset = PreparedAsset(
@@ -138,7 +147,7 @@ def _build(
         derived_files=derived,
         source_locator=locator,
     )
-    _write_file(tmp / ".assetcast" / "snapshot.json", snapshot_bytes(asset), sync=sync)
+    _write_file(tmp / ".assetcast" / "snapshot.json", snapshot_bytes(asset), sync=sync, made=made)
     # Every folder (``.assetcast/`` holds snapshot.json and ``collision/``); the files
     # were fsynced as they were written.
     if sync:  # a staged folder is made durable by its publisher, with its whole batch
@@ -233,10 +242,12 @@ def prepare_package(
             candidate_id=candidate_id, locator=locator, final=final, limits=context.limits,
             sync=not staging,
         )
-        _verify_staged(asset, tmp)
         if staging:
+            # Verified (and fenced) by the lease holder right before its rename, in
+            # publish_staged; verifying here as well would only hash the same bytes twice.
             context.staging.append(str(tmp))  # type: ignore[union-attr]
-            return asset  # published by the lease holder: publish_staged
+            return asset
+        _verify_staged(asset, tmp)
         published = _publish(asset, tmp, fence)
         if published is not asset:
             return published

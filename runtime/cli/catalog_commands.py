@@ -58,6 +58,17 @@ def _attribute(text: str) -> tuple[str, Any]:
     return key, decoded if isinstance(decoded, bool | int | float) else value
 
 
+def _friction(text: str | None) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(
+            f"--friction: expected SLIDING[,TORSIONAL[,ROLLING]] numbers, got {text!r}"
+        ) from None
+
+
 def cmd_catalog_import(args: argparse.Namespace) -> int:
     from runtime.assets.importing import ImportOptions, import_asset
     from runtime.cli.run_commands import collection_config
@@ -76,6 +87,9 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
         pouring=args.pouring,
         drop_missing_references=args.drop_missing_references,
         limits=collection_config(args).mesh_limits,
+        mass_kg=args.mass,
+        density_kg_m3=args.density,
+        friction=_friction(args.friction),
     )
     result = import_asset(Path(args.source), Path(args.out), options)
     bounds = result.descriptor.bounds_m
@@ -86,6 +100,8 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
         f"{verb} {result.descriptor.asset_id}: {result.package_dir} "
         f"({result.faces} faces, {size} m)"
     )
+    if result.descriptor.physics is not None:
+        out(f"  physics: {json.dumps(result.descriptor.physics.to_dict(), sort_keys=True)}")
     for name in ("container_region", "support_region"):
         region = getattr(result.descriptor, name)
         if region is not None:

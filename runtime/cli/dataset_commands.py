@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UsageError
 from runtime.cli.output import out
@@ -44,6 +45,30 @@ def cmd_verify_dataset(args: argparse.Namespace) -> int:
 
     store = open_for_reading(args)
     check = verify_dataset(store, args.path)
+    return EXIT_OK if print_dataset_check(check) else EXIT_RUN_FAILED
+
+
+def verify_run_datasets(store: Any, run_id: str, paths: list[str]) -> bool:
+    """`verify RUN --dataset PATH`: each dataset is the exact projection of RUN's log."""
+    from runtime.export.verify import verify_run_dataset
+
+    return all([print_dataset_check(verify_run_dataset(store, run_id, p)) for p in paths])
+
+
+def require_datasets(paths: list[str]) -> None:
+    """Refuse (bad input, before anything is checked) a path that holds no assetcast dataset."""
+    from runtime.export.dataset import read_manifest
+    from runtime.export.errors import NotADataset
+    from runtime.export.verify import spec_for_path
+
+    for path in paths:
+        spec = spec_for_path(path)
+        if read_manifest(spec) is None:
+            raise NotADataset(f"{spec.path} is not an assetcast dataset")
+
+
+def print_dataset_check(check: Any) -> bool:
+    """Print one dataset check (each problem, then the verdict); whether it passed."""
     for problem in check.problems:
         out(f"problem: {problem}")
     verdict = "ok" if check.ok else f"{len(check.problems)} problem(s)"
@@ -51,4 +76,4 @@ def cmd_verify_dataset(args: argparse.Namespace) -> int:
         f"{check.format} dataset {check.path}: {verdict} ({check.files_checked} files, "
         f"{check.episodes} episodes checked)"
     )
-    return EXIT_OK if check.ok else EXIT_RUN_FAILED
+    return bool(check.ok)

@@ -92,6 +92,18 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _executor_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers", type=int, default=1, metavar="N",
+        help="run episodes on N Ray workers (a local Ray instance; needs assetcast[ray]); "
+        "default 1: in this process, no Ray",
+    )
+    parser.add_argument(
+        "--ray-address", metavar="ADDR",
+        help="join an existing Ray cluster (e.g. HEAD:6379, started with `ray start --head`)",
+    )
+
+
 def _dataset_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
@@ -151,6 +163,15 @@ def _import_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pouring", action="store_true",
         help="estimate provenance.pouring (mouth/opening radius) from the inner rim",
+    )
+    parser.add_argument("--mass", type=float, metavar="KG", help="the asset's mass")
+    parser.add_argument(
+        "--density", type=float, metavar="KG_M3",
+        help="density times the mesh volume gives the mass (default: the task's density)",
+    )
+    parser.add_argument(
+        "--friction", metavar="S[,T[,R]]",
+        help="sliding[,torsional[,rolling]] friction (default: the simulator's)",
     )
     parser.add_argument(
         "--drop-missing-references", action="store_true",
@@ -246,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--episodes-per-batch", type=int, help="override the run's episodes per batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
     _keep_rejected_flag(p)
     _dataset_flag(p)
     _render_flag(p)
@@ -253,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("run", cmd_run, "prepare, then collect (resume finishes both)")
     _prepare_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
     _keep_rejected_flag(p)
     _dataset_flag(p)
     _render_flag(p)
@@ -260,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("resume", cmd_resume, "finish what a failed or interrupted run set out to do")
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _executor_flags(p)
     _keep_rejected_flag(p)
     p.add_argument(
         "--repair", action="store_true",
@@ -297,6 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--head", metavar="HASH",
         help="a head hash noted earlier: the run's chain must contain it",
+    )
+    p.add_argument(
+        "--dataset", metavar="PATH", action="append",
+        help="also check that this dataset is the exact projection of RUN's log (repeatable)",
     )
 
     p = command("report", cmd_report, "write report.html and PNG plots of one run into DIR")

@@ -14,12 +14,10 @@ from typing import Any
 
 from domain.canonical import canonical_json
 from domain.errors import EventSchemaError, UnknownRun
-from runtime.cli.batch_table import digest_table
 from runtime.cli.exit_codes import EXIT_OK, EXIT_RUN_FAILED, UnreadableRuns, UsageError
 from runtime.cli.output import out, out_block, table
 from runtime.cli.store_access import open_for_reading, read_run, require_run, unknown_run
 from runtime.files import report_text
-from store.projections.audit import event_time, unreadable_entry
 
 
 def _summary_of_row(store: Any, row: Any) -> dict[str, Any]:
@@ -49,16 +47,22 @@ def _summary_of_row(store: Any, row: Any) -> dict[str, Any]:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    """From the ``runs`` table alone (its cached counts), so listing a year of history reads
-    no event payload; only a row from before the counts were cached folds its run's tail.
-    Each run's hash chain is still walked so a tampered log is named before the table."""
-    from runtime.cli.chain_notice import warn_if_chain_broken
+    """From the ``runs`` table (its cached counts and head hash), so listing a year of
+    history costs what its last snapshot interval costs: each run's events after its
+    verified chain anchor are re-hashed against ``runs.head_hash`` (a tampered log is
+    named before the table) and their payloads decoded (a corrupt row leaves its run out,
+    named, exit 1); only a row from before the counts were cached folds its run."""
+    from runtime.cli.chain_notice import warn_about
+    from store.projections.audit import unreadable_entry
 
     store = open_for_reading(args)
     summaries, unreadable = [], []
     for row in store.list_runs():
-        warn_if_chain_broken(store, row.run_id)
+        chain, broken_row = store.check_tail(row.run_id)
+        warn_about(chain)
         try:
+            if broken_row is not None:
+                raise broken_row
             summaries.append(_summary_of_row(store, row))
         except EventSchemaError as error:
             unreadable.append(unreadable_entry(row.run_id, error))
@@ -131,6 +135,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         out(f"{'resumes:':<12}{s['resumes']}")
     out(f"{'head hash:':<12}{store.head_hash(args.run_id)}")
     if digest.resolved:
+        from runtime.cli.batch_table import digest_table
+
         out("")
         out_block(digest_table(digest))
         out("(paths relative to the output folder)")
@@ -144,6 +150,7 @@ def _compact(payload: Any, limit: int = 160) -> str:
 
 def cmd_events(args: argparse.Namespace) -> int:
     from runtime.cli.chain_notice import warn_if_chain_broken
+    from store.projections.audit import event_time
 
     store = open_for_reading(args)
     warn_if_chain_broken(store, args.run_id)
@@ -306,8 +313,10 @@ def _verify_one(store: Any, run_id: str, noted_head: str | None) -> bool:
 def cmd_verify(args: argparse.Namespace) -> int:
     store = open_for_reading(args)
     if args.all:
-        if args.run_id is not None or args.head is not None:
-            raise UsageError("--all: give either RUN (optionally with --head) or --all")
+        if args.run_id is not None or args.head is not None or getattr(args, "dataset", None):
+            raise UsageError(
+                "--all: give either RUN (optionally with --head / --dataset) or --all"
+            )
         run_ids = [entry.run_id for entry in store.list_runs()]
     else:
         if args.run_id is None:
@@ -316,7 +325,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise UsageError(f"--head {args.head!r}: expected 64 hexadecimal characters")
         read_run(store, args.run_id, chain_notice=False)  # an unknown run is bad input
         run_ids = [args.run_id]
+        if getattr(args, "dataset", None):
+            from runtime.cli.dataset_commands import require_datasets
+
+            require_datasets(args.dataset)  # a path that is no dataset is bad input
     results = [_verify_one(store, run_id, args.head) for run_id in run_ids]
+    if getattr(args, "dataset", None):
+        from runtime.cli.dataset_commands import verify_run_datasets
+
+        results.append(verify_run_datasets(store, run_ids[0], args.dataset))
     return EXIT_OK if all(results) else EXIT_RUN_FAILED
 
 

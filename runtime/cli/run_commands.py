@@ -17,11 +17,9 @@ from typing import Any
 import structlog
 
 from domain.errors import ConfigError
-from runtime.cli.batch_table import batch_table
 from runtime.cli.exit_codes import EXIT_OK, UsageError
 from runtime.cli.output import out, out_block
 from runtime.cli.store_access import open_for_writing, open_store, read_run, require_run
-from store.projections.audit import run_summary
 
 log = structlog.get_logger(__name__)
 
@@ -82,12 +80,12 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
     from runtime.sim.robots import check_reach
 
     check_reach(task, source=str(args.task))  # an entity out of the robot's reach is bad input
-    if goal == "run":
-        from runtime.sim.registry import unregistered_message, unregistered_names
+    from runtime.sim.registry import unregistered_message, unregistered_names
 
-        missing = unregistered_names(task)
-        if missing:
-            raise UsageError(f"{args.task}: {unregistered_message(missing)}")
+    # A prepared run that names a check or skill nobody registered can never be collected.
+    missing = unregistered_names(task)
+    if missing:
+        raise UsageError(f"{args.task}: {unregistered_message(missing)}")
     providers = providers_from_catalog_args(args.catalog)
     if task.cameras and cfg.record_trajectory:
         from runtime.sim.cameras.rig import check_task_cameras
@@ -98,20 +96,46 @@ def _prepare(args: argparse.Namespace, goal: str) -> Any:
     run_id = new_run_id()
     args.run_id, args.run_start_version = run_id, 0
     log.info("run_starting", run_id=run_id, goal=goal, task=str(args.task))
-    result = prepare(
-        args.task,
-        providers,
-        cfg=cfg,
-        output_dir=Path(args.out),
-        store=store,
-        goal=goal,
-        run_id=run_id,
-    )
+    from runtime.preparation.errors import PreparationFailed
+
+    try:
+        result = prepare(
+            args.task,
+            providers,
+            cfg=cfg,
+            output_dir=Path(args.out),
+            store=store,
+            goal=goal,
+            run_id=run_id,
+        )
+    except PreparationFailed:
+        _print_role_summaries(store, run_id)  # why no asset set was found starts here
+        raise
     return store, result
 
 
-def _print_prepared(result: Any) -> None:
+def _print_role_summaries(store: Any, run_id: str) -> None:
+    """Per role: candidates seen, prepared, rejected and the top rejection reasons."""
+    from runtime.preparation.summary import role_summaries, summary_lines
+
+    try:
+        summaries = role_summaries(store.read(run_id))
+    except Exception as error:  # noqa: BLE001 - a summary must not hide the real outcome
+        log.warning("prepare.summary_unavailable", run_id=run_id, error=str(error))
+        return
+    for summary in summaries:
+        log.info(
+            "prepare.role_summary", run_id=run_id, role=summary.role, saw=summary.listed,
+            limit=summary.limit, prepared=summary.prepared, rejected=summary.rejected,
+            top_reasons=dict(summary.top_reasons()),
+        )
+    for line in summary_lines(summaries):
+        out(line)
+
+
+def _print_prepared(result: Any, store: Any) -> None:
     out(f"run {result.run_id}: {len(result.deployments)} deployment(s)")
+    _print_role_summaries(store, result.run_id)
     for deployment in result.deployments:
         out(f"  batch {deployment.batch_index:04d}  {deployment.asset_set_id[:16]}  "
             f"{deployment.path}")
@@ -126,8 +150,8 @@ def _print_collected(result: Any) -> None:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    _store, result = _prepare(args, "prepare")
-    _print_prepared(result)
+    store, result = _prepare(args, "prepare")
+    _print_prepared(result, store)
     return EXIT_OK
 
 
@@ -136,10 +160,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runtime.collection import collect
 
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     store, prepared = _prepare(args, "run")
-    _print_prepared(prepared)
+    _print_prepared(prepared, store)
     result = collect(
         prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets,
+        **executor,
         keep_rejected=args.keep_rejected,
     )
     _print_collected(result)
@@ -153,6 +179,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.episodes_per_batch is not None and args.episodes_per_batch < 1:
         raise UsageError("--episodes-per-batch: must be >= 1")
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     apply_render_backend(args)
     store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
@@ -163,6 +190,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         episodes_per_batch=args.episodes_per_batch,
         progress=not args.no_progress,
         datasets=datasets,
+        **executor,
         keep_rejected=args.keep_rejected,
     )
     _print_collected(result)
@@ -174,6 +202,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.resume import resume
 
     datasets = dataset_specs(args.dataset)
+    executor = executor_options(args)
     apply_render_backend(args)
     store = open_for_writing(args)
     require_intact_chain(store, args.run_id)
@@ -194,13 +223,22 @@ def cmd_resume(args: argparse.Namespace) -> int:
             return EXIT_OK
     result = resume(
         args.run_id, store=store, progress=not args.no_progress, datasets=datasets,
+        **executor,
         keep_rejected=args.keep_rejected,
     )
     if hasattr(result, "batches"):
         _print_collected(result)
     elif hasattr(result, "deployments"):
-        _print_prepared(result)
+        _print_prepared(result, store)
     return EXIT_OK
+
+
+def executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--workers`` / ``--ray-address``, checked before anything is recorded (exit 2)."""
+    from runtime.collection.executors.options import ExecutorOptions
+
+    options = ExecutorOptions(args.workers, args.ray_address).check()
+    return {"workers": options.workers, "ray_address": options.ray_address}
 
 
 def require_intact_chain(store: Any, run_id: str) -> None:
@@ -215,7 +253,9 @@ def require_intact_chain(store: Any, run_id: str) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from runtime.cli.batch_table import batch_table
     from runtime.demo import DEFAULT_DEMO_ROOT, run_demo
+    from store.projections.audit import run_summary
 
     apply_render_backend(args)
     result = run_demo(

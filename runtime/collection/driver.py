@@ -43,10 +43,10 @@ from runtime.collection.executors import (
     BatchWork,
     EpisodeDone,
     Executor,
-    LocalExecutor,
     Report,
     WorkSettings,
 )
+from runtime.collection.executors.options import ExecutorOptions
 from runtime.collection.ledger import LedgerWriter, Tag
 from runtime.collection.plan import (
     BatchPlan,
@@ -123,6 +123,7 @@ class Driver:
             else None
         )
         self._todo: dict[int, tuple[int, ...]] = {}
+        self._workers: dict[int, str] = {}  # batch -> the worker that opened it last
 
     # ------------------------------------------------------------------ ledger
 
@@ -256,17 +257,20 @@ class Driver:
         batch = next(x for x in plan.batches if x.batch_index == b)
         self.batch_index, self.episode_index = b, None
         opening: list[tuple[str, dict[str, Any]]] = []
+        session_id = self.session.session_id
         if opened.built:
             opening.append(
                 (
                     "EnvironmentBuilt",
                     {
-                        "session_id": self.session.session_id,
+                        "session_id": session_id,
                         "batch_index": b,
                         "constructions": opened.constructions,
+                        "worker": opened.worker,
                     },
                 )
             )
+        self._workers[b] = opened.worker
         done_before = plan.batch_counts(b)[1]
         self.defer(
             [
@@ -278,6 +282,8 @@ class Driver:
                         "asset_set_id": batch.asset_set_id,
                         "seed": batch.seed,
                         "deployment_path": str(batch.deployment_path.resolve()),
+                        "session_id": session_id,
+                        "worker": opened.worker,
                     },
                 ),
                 (
@@ -298,6 +304,7 @@ class Driver:
             seed=batch.seed,
             roles_replaced=list(opened.roles_replaced),
             episodes_already_done=done_before,
+            worker=opened.worker,
         )
         bar.set_postfix(batch=f"{b + 1}/{len(plan.batches)}", accepted=plan.totals()[0])
         self.phase = "episode"
@@ -377,7 +384,13 @@ class Driver:
             accepted, attempted = accepted + int(extra.accepted), attempted + 1
         return (
             "BatchFinished",
-            {"batch_index": batch_index, "accepted": accepted, "attempted": attempted},
+            {
+                "batch_index": batch_index,
+                "accepted": accepted,
+                "attempted": attempted,
+                "session_id": self.session.session_id,
+                "worker": self._workers[batch_index],
+            },
         )
 
     def _episode_logger(
@@ -526,6 +539,8 @@ def run_collection(
     verified: bool = False,
     plan: CollectionPlan | None = None,
     datasets: Sequence[Any] = (),
+    workers: int = 1,
+    ray_address: str | None = None,
     keep_rejected: bool = False,
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
@@ -533,7 +548,9 @@ def run_collection(
     Used by :func:`collect` for a prepared run and by ``resume`` for an interrupted one.
     Committed trajectories are verified against disk first unless the caller did so;
     ``plan`` (built by the caller from the state it just read) saves building it again.
+    ``workers``/``ray_address`` choose the executor (:mod:`runtime.collection.executors`).
     """
+    options = ExecutorOptions(workers, ray_address).check()
     state = store.state(run_id)
     version = state.version
     if plan is None:
@@ -564,7 +581,7 @@ def run_collection(
         session,
         plan,
         version,
-        executor=LocalExecutor(settings),
+        executor=options.build(settings),
         progress=progress,
         datasets=live,
         keep_rejected=keep_rejected,
@@ -587,6 +604,7 @@ def run_collection(
             raise
     finally:
         driver.writer.close()
+        driver.executor.shutdown()
         if live is not None:
             live.close()
     report = write_report(store, run_id, path, session)
@@ -613,6 +631,8 @@ def collect(
     episodes_per_batch: int | None = None,
     progress: bool = True,
     datasets: Sequence[Any] = (),
+    workers: int = 1,
+    ray_address: str | None = None,
     keep_rejected: bool = False,
 ) -> CollectionResult:
     """Collect a prepared run: every batch, `episodes_per_batch` episodes each.
@@ -623,11 +643,17 @@ def collect(
     The lease is taken first, so a second `collect`/`resume` of the same run while this one
     is alive is refused with ``LeaseHeld`` naming this session. An interrupted or failed
     collection is continued with ``runtime.resume.resume``, never with ``collect``.
+    A run whose hash chain does not verify (the cheap check from its anchor,
+    ``store.require_intact_chain``) is refused with ``ChainBroken`` before the lease is
+    taken, so nothing (not even a ``LeaseTakenOver``) is appended to an altered log.
 
     ``environment_factory(deployment_dir, *, seed, settle_steps)`` replaces the MuJoCo
     environment; what it returns must offer ``reset(seed | None)``, ``replace_assets``,
     ``run_checks``, ``run_program`` and ``close`` (see ``EnvironmentFactory``).
+    ``workers`` > 1 runs on a local Ray instance, ``ray_address`` on an existing cluster.
     """
+    ExecutorOptions(workers, ray_address).check()  # before the lease: exit 2 records nothing
+    store.require_intact_chain(run_id)
     session = CollectorSession.open(store, run_id)
     try:
         state = store.state(run_id)
@@ -648,6 +674,8 @@ def collect(
             episodes_per_batch=episodes_per_batch,
             progress=progress,
             datasets=datasets,
+            workers=workers,
+            ray_address=ray_address,
             keep_rejected=keep_rejected,
         )
     except BaseException as error:

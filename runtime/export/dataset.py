@@ -22,7 +22,7 @@ from domain.canonical import sha256_json
 from domain.errors import AssetcastInputError
 from runtime.export.episodes import DatasetSource
 from runtime.export.errors import NotADataset
-from runtime.export.publish import DirectoryTarget, FileTarget, parent_lock
+from runtime.export.publish import BackgroundSync, DirectoryTarget, FileTarget, parent_lock
 from runtime.export.sink import FileSink
 from runtime.files import file_sha256
 
@@ -30,7 +30,7 @@ log = structlog.get_logger(__name__)
 
 FORMATS = ("lerobot", "robomimic")
 MANIFEST_SCHEMA = 1
-WRITER_VERSION = 1  # bump when the bytes a given source produces change
+WRITER_VERSION = 2  # bump when the bytes a given source produces change
 SPLIT_SEED = 0
 
 
@@ -168,7 +168,7 @@ def build_version(
     spec: DatasetSpec,
     source: DatasetSource,
     *,
-    model_file: Callable[[Path], str] | None = None,
+    scene_model: Callable[[Path], Any] | None = None,
     before_publish: Callable[[], None] = lambda: None,
 ) -> DatasetVersion:
     """Write (if needed) and publish the dataset ``source`` projects, at ``spec``.
@@ -183,7 +183,7 @@ def build_version(
             totals = existing_totals(spec)
             written = False
         else:
-            files, totals = _write(spec, source, manifest, model_file, before_publish)
+            files, totals = _write(spec, source, manifest, scene_model, before_publish, existing)
             written = True
     version = DatasetVersion(
         spec=spec,
@@ -226,45 +226,83 @@ def render(
     root: Path,
     *,
     file_name: str,
-    model_file: Callable[[Path], str] | None = None,
+    scene_model: Callable[[Path], Any] | None = None,
+    previous: Path | None = None,
+    previous_manifest: dict[str, Any] | None = None,
 ) -> tuple[dict[str, str], tuple[int, int]]:
     """Write the dataset's files under ``root`` (a LeRobot tree, or ``root/file_name`` for
-    robomimic); return every file's SHA-256 and (episodes, frames). Publishes nothing."""
-    if fmt == "lerobot":
-        from runtime.export.lerobot import MANIFEST_PATH, json_bytes, write_lerobot
+    robomimic); return every file's SHA-256 and (episodes, frames). Publishes nothing.
 
-        sink = FileSink(root)
-        totals = write_lerobot(source, sink, robot_type=_robot_type(source))
-        sink.write(MANIFEST_PATH, json_bytes(manifest))
-        return sink.sorted_files(), (totals["total_episodes"], totals["total_frames"])
+    ``previous`` (a LeRobot version folder, with its manifest): what it shares with the new
+    version is reused instead of written again; the bytes are the same either way."""
+    if fmt == "lerobot":
+        files, totals, _linked = render_lerobot(
+            source, manifest, root, previous=previous, previous_manifest=previous_manifest
+        )
+        return files, totals
     from runtime.export.robomimic import write_robomimic
-    from runtime.export.scene_model import deployment_mjcf
+    from runtime.export.scene_model import deployment_model
 
     path = root / file_name
     totals = write_robomimic(
         source, path, manifest=manifest, split_seed=SPLIT_SEED,
-        model_file=model_file or deployment_mjcf,
+        scene_model=scene_model or deployment_model,
     )
     return {file_name: file_sha256(path)}, (totals["total_episodes"], totals["total_frames"])
+
+
+def render_lerobot(
+    source: DatasetSource,
+    manifest: dict[str, Any],
+    root: Path,
+    *,
+    previous: Path | None = None,
+    previous_manifest: dict[str, Any] | None = None,
+    on_written: Callable[[Path], None] | None = None,
+) -> tuple[dict[str, str], tuple[int, int], frozenset[str]]:
+    """:func:`render` for LeRobot, also naming the files taken over from ``previous``
+    (``on_written`` sees every file this call writes, once it is closed)."""
+    from runtime.export.lerobot import MANIFEST_PATH, PreviousVersion, json_bytes, write_lerobot
+
+    sink = FileSink(root, on_written=on_written)
+    reusable = (
+        PreviousVersion.read(previous, previous_manifest)
+        if previous is not None and previous_manifest is not None else None
+    )
+    totals = write_lerobot(
+        source, sink, robot_type=_robot_type(source), previous=reusable, manifest=manifest
+    )
+    sink.write(MANIFEST_PATH, json_bytes(manifest))
+    return (
+        sink.sorted_files(),
+        (totals["total_episodes"], totals["total_frames"]),
+        frozenset(sink.linked),
+    )
 
 
 def _write(
     spec: DatasetSpec,
     source: DatasetSource,
     manifest: dict[str, Any],
-    model_file: Callable[[Path], str] | None,
+    scene_model: Callable[[Path], Any] | None,
     before_publish: Callable[[], None],
+    existing: dict[str, Any] | None,
 ) -> tuple[dict[str, str], tuple[int, int]]:
     if spec.format == "lerobot":
         target = DirectoryTarget(spec.path)
+        previous = target.current() if existing is not None else None
         temporary = target.new_version()
+        background = BackgroundSync(temporary)
         try:
-            files, totals = render(
-                "lerobot", source, manifest, temporary, file_name="", model_file=model_file
+            files, totals, linked = render_lerobot(
+                source, manifest, temporary, previous=previous, previous_manifest=existing,
+                on_written=background.written,
             )
+            synced = background.wait()
             before_publish()
-            target.publish(temporary, dataset_digest(files))
+            target.publish(temporary, dataset_digest(files), skip=linked | synced)
         except BaseException:
+            background.wait_quietly()
             target.discard(temporary)
             raise
         return files, totals
@@ -273,7 +311,7 @@ def _write(
     try:
         files, totals = render(
             "robomimic", source, manifest, temporary.parent, file_name=temporary.name,
-            model_file=model_file,
+            scene_model=scene_model,
         )
         files = {spec.path.name: files[temporary.name]}
         before_publish()

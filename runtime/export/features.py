@@ -20,6 +20,8 @@ from runtime.export.episodes import EpisodeData
 from runtime.export.errors import TaskMismatch
 
 TIME_KEY = "timestamps"
+PHYSICS_STATE_KEY = "physics_state"  # MuJoCo's state (runtime.sim.physics_state): robomimic
+# `states`, not an observation a policy sees
 ACTION_KEY = "actions"
 POSE_AXES = ("x", "y", "z", "qw", "qx", "qy", "qz")
 LEROBOT_PREFIXES = ("observation.", "action.")
@@ -44,7 +46,7 @@ class Column:
     """One recorded array, flattened to ``[rows, width]``."""
 
     source: str  # key in the trajectory payload
-    kind: str  # "observation" (T + 1 rows) or "action" (T rows)
+    kind: str  # "observation" / "state" (T + 1 rows) or "action" (T rows)
     names: tuple[str, ...]
     units: tuple[str, ...] | None = None
     lerobot_key: str = ""  # the feature name in a LeRobot dataset
@@ -91,7 +93,7 @@ def columns_of(data: EpisodeData) -> tuple[Column, ...]:
         if key == TIME_KEY:
             continue
         if array.shape[0] == samples:
-            kind = "observation"
+            kind = "state" if key == PHYSICS_STATE_KEY else "observation"
         elif array.shape[0] == samples - 1:
             kind = "action"
         else:

@@ -16,14 +16,19 @@ files depends on time or the host: the same episodes give the same bytes.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import structlog
 
+from domain.canonical import sha256_json
 from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData
 from runtime.export.errors import TaskMismatch
 from runtime.export.features import (
@@ -35,7 +40,16 @@ from runtime.export.features import (
     values,
 )
 from runtime.export.sink import FileSink
-from runtime.export.stats import aggregate_image_stats, image_stats, stats_by_feature
+from runtime.export.stats import (
+    STAT_KEYS,
+    aggregate_many,
+    aggregate_stats,
+    episode_stats,
+    image_stats,
+)
+from runtime.files import file_sha256
+
+log = structlog.get_logger(__name__)
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -103,10 +117,6 @@ def episode_frames(
     return block
 
 
-def _concat(blocks: Sequence[dict[str, np.ndarray]], key: str) -> np.ndarray:
-    return np.concatenate([b[key] for b in blocks], axis=0)
-
-
 def features_of(columns: Sequence[Column]) -> dict[str, dict[str, Any]]:
     features: dict[str, dict[str, Any]] = {}
     for column in columns:
@@ -131,10 +141,16 @@ def _frame_table(
 ) -> pa.Table:
     arrays, fields = [], []
     for key, feature in features.items():
-        matrix = _concat(blocks, key).astype(_NUMPY_TYPES[feature["dtype"]])
+        matrix = np.concatenate([b[key] for b in blocks], axis=0)
+        matrix = matrix.astype(_NUMPY_TYPES[feature["dtype"]])
         arrays.append(_vector_array(matrix, _ARROW_TYPES[feature["dtype"]]))
         fields.append(pa.field(key, arrays[-1].type))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+@functools.lru_cache(maxsize=16)
+def _tasks_bytes(instruction: str) -> bytes:
+    return _parquet_bytes(_tasks_table(instruction))
 
 
 def _tasks_table(instruction: str) -> pa.Table:
@@ -169,103 +185,221 @@ def _episode_name(episode: CommittedEpisode) -> str:
     return f"run {p.run_id} batch {p.batch_index} episode {p.episode_index}"
 
 
-def write_lerobot(source: DatasetSource, sink: FileSink, *, robot_type: str | None) -> dict:
-    """Write every file of the dataset for ``source`` into ``sink``; return its totals."""
-    loaded = [(_episode_name(e), data) for e, data in source.iter_loaded()]
-    columns = common_columns(loaded)
-    layout = camera_layout(loaded)
-    rate = control_fps(loaded)
-    if rate % layout.stride:
-        raise TaskMismatch(f"cameras record every {layout.stride} steps of {rate} frames/s: "
-                           "not a whole number of frames/s")
-    fps = rate // layout.stride
-    features = features_of(columns)
-    videos = [cam for cam, (_h, _w, modalities) in layout.cameras.items() if "rgb" in modalities]
+@dataclass(frozen=True)
+class PreviousVersion:
+    """The version a dataset holds now, as far as a new version can reuse it: its folder,
+    manifest and ``meta/episodes`` rows (which carry each episode's exact stats)."""
 
-    # Group episodes into data files by estimated size; an episode never spans two files.
-    row_bytes = sum((8 if f["dtype"] == "int64" else 4) * f["shape"][0] for f in features.values())
+    root: Path
+    manifest: dict[str, Any]
+    rows: list[dict[str, Any]]
+    files: dict[str, str]  # relative path -> SHA-256, as found
+
+    @classmethod
+    def read(cls, root: Path, manifest: dict[str, Any]) -> PreviousVersion | None:
+        """The version in ``root``, or None (the new version is then written whole) when its
+        files no longer hash to the digest it is named by: a file edited in place is never
+        carried into a new version."""
+        files = {
+            path.relative_to(root).as_posix(): file_sha256(path)
+            for path in sorted(root.rglob("*")) if path.is_file()
+        }
+        if sha256_json(files)[:32] != root.name:
+            log.warning("dataset_previous_version_altered", path=str(root))
+            return None
+        try:
+            rows = pq.read_table(root / EPISODES_PATH.format(chunk_index=0, file_index=0))
+        except (OSError, pa.ArrowException):
+            return None
+        return cls(root, manifest, rows.to_pylist(), files)
+
+    def link_into(self, sink: FileSink, relpath: str) -> None:
+        sink.link(relpath, self.root / relpath, digest=self.files[relpath])
+
+    def reusable_prefix(self, manifest: dict[str, Any]) -> int:
+        """How many leading episodes the new version shares with this one (0 when anything
+        that shapes the files differs: writer, format, task, instruction)."""
+        same = ("schema_version", "writer_version", "format", "task_id", "instruction")
+        if any(self.manifest.get(key) != manifest.get(key) for key in same):
+            return 0
+        old, new = self.manifest.get("episodes") or [], manifest["episodes"]
+        if len(old) != len(self.rows):
+            return 0
+        shared = 0
+        for before, after in zip(old, new, strict=False):
+            if before != after:
+                break
+            shared += 1
+        return shared
+
+
+def data_groups(
+    keys: Sequence[tuple[str, int]], lengths: Sequence[int], row_bytes: int
+) -> list[list[int]]:
+    """Episodes per data file: one file per batch (the unit a collector finishes, so a growing
+    dataset adds files instead of rewriting them), split where it would pass
+    ``DATA_FILES_SIZE_IN_MB``; an episode never spans two files."""
     limit = DATA_FILES_SIZE_IN_MB * 1024 * 1024
-    groups: list[list[int]] = [[]]
+    groups: list[list[int]] = []
     size = 0
-    for i, (_name, data) in enumerate(loaded):
-        estimate = data.num_actions * row_bytes
-        if groups[-1] and size + estimate > limit:
+    for i, (key, length) in enumerate(zip(keys, lengths, strict=True)):
+        estimate = length * row_bytes
+        if not groups or key != keys[groups[-1][-1]] or size + estimate > limit:
             groups.append([])
             size = 0
         groups[-1].append(i)
         size += estimate
+    return groups
 
-    episode_rows: list[dict[str, Any]] = []
-    all_blocks: list[dict[str, np.ndarray]] = []
-    start = 0
+
+def write_lerobot(
+    source: DatasetSource,
+    sink: FileSink,
+    *,
+    robot_type: str | None,
+    previous: PreviousVersion | None = None,
+    manifest: dict[str, Any] | None = None,
+) -> dict:
+    """Write every file of the dataset for ``source`` into ``sink``; return its totals.
+
+    With ``previous`` (the version on disk) and the new ``manifest``, the episodes both share
+    at the start are not read again: their ``meta/episodes`` rows are taken over and their
+    data files (whole batches) and videos hard-linked. The bytes are the same as writing
+    everything: every reused piece is a function of that shared prefix alone."""
+    episodes = source.episodes
+    reused = previous.reusable_prefix(manifest) if previous and manifest else 0
+    loaded: dict[int, EpisodeData] = {}
+
+    def data(i: int) -> EpisodeData:
+        if i not in loaded:
+            loaded[i] = source.load(episodes[i])
+        return loaded[i]
+
+    fresh = range(reused, len(episodes))
+    # The first episode fixes the layout, as in a whole export; new ones must share it.
+    named = [(_episode_name(episodes[i]), data(i)) for i in sorted({0, *fresh})]
+    # MuJoCo's full state is robomimic's `states`; a LeRobot policy sees observations only.
+    columns = tuple(c for c in common_columns(named) if c.kind != "state")
+    layout = camera_layout(named)
+    rate = control_fps(named)
+    if rate % layout.stride:
+        raise TaskMismatch(f"cameras record every {layout.stride} steps of {rate} frames/s: "
+                           "not a whole number of frames/s")
+    fps = rate // layout.stride
+    stride = layout.stride
+    features = features_of(columns)
+    videos = [cam for cam, (_h, _w, modalities) in layout.cameras.items() if "rgb" in modalities]
+    old_rows = previous.rows if previous is not None else []
+    lengths = [int(old_rows[i]["length"]) for i in range(reused)]
+    lengths += [len(frame_rows(data(i), stride)) for i in fresh]
+    row_bytes = sum((8 if f["dtype"] == "int64" else 4) * f["shape"][0] for f in features.values())
+    batch_keys = [(e.provenance.run_id, e.provenance.batch_index) for e in episodes]
+    groups = data_groups(batch_keys, lengths, row_bytes)
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64).tolist()
+
+    blocks = {
+        i: episode_frames(columns, data(i), i, starts[i], fps, stride) for i in fresh
+    }
+    fresh_stats = (
+        episode_stats([blocks[i] for i in fresh], list(features)) if fresh else []
+    )
+    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
+    old_files = {}
+    for number, row in enumerate(old_rows):
+        old_files.setdefault((row["data/chunk_index"], row["data/file_index"]), []).append(number)
     for file_number, group in enumerate(groups):
         chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
-        blocks = []
+        path = DATA_PATH.format(chunk_index=chunk_index, file_index=file_index)
+        if group[-1] < reused and old_files.get((chunk_index, file_index)) == group:
+            assert previous is not None
+            previous.link_into(sink, path)
+        else:
+            for i in group:
+                if i not in blocks:
+                    blocks[i] = episode_frames(columns, data(i), i, starts[i], fps, stride)
+            sink.write(path, _parquet_bytes(_frame_table([blocks[i] for i in group], features)))
         for i in group:
-            block = episode_frames(columns, loaded[i][1], i, start, fps, layout.stride)
-            count = len(block["index"])
-            blocks.append(block)
-            episode_rows.append(
+            if i < reused:
+                continue
+            rows.append(
                 {
                     "episode_index": i,
                     "tasks": [source.instruction],
-                    "length": count,
+                    "length": lengths[i],
                     "data/chunk_index": chunk_index,
                     "data/file_index": file_index,
-                    "dataset_from_index": start,
-                    "dataset_to_index": start + count,
-                    **_episode_videos(videos, loaded[i][1], i, count, fps, sink),
+                    "dataset_from_index": starts[i],
+                    "dataset_to_index": starts[i + 1],
+                    **_episode_videos(videos, data(i), i, lengths[i], fps, sink),
                     "meta/episodes/chunk_index": 0,
                     "meta/episodes/file_index": 0,
                     **{
                         f"stats/{key}/{stat}": value
-                        for key, stats in stats_by_feature(block, list(features)).items()
+                        for key, stats in fresh_stats[i - reused].items()
                         for stat, value in stats.items()
                     },
+                    **_provenance_columns(episodes[i]),
                 }
             )
-            start += count
-        sink.write(
-            DATA_PATH.format(chunk_index=chunk_index, file_index=file_index),
-            _parquet_bytes(_frame_table(blocks, features)),
-        )
-        all_blocks.extend(blocks)
-
-    for row, episode in zip(episode_rows, source.episodes, strict=True):
-        for key, value in episode.provenance.to_dict().items():
-            if isinstance(value, dict):
-                value = json.dumps(value, sort_keys=True, separators=(",", ":"))
-            row[PROVENANCE_PREFIX + key] = value
+            blocks.pop(i, None)
+        for i in group:
+            if i < reused:
+                for cam in videos:
+                    video = _video_path(cam, i)
+                    previous.link_into(sink, video)  # type: ignore[union-attr]
     sink.write(EPISODES_PATH.format(chunk_index=0, file_index=0),
-               _parquet_bytes(_episodes_table(episode_rows)))
-    sink.write("meta/tasks.parquet", _parquet_bytes(_tasks_table(source.instruction)))
-    stats = stats_by_feature({k: _concat(all_blocks, k) for k in features}, list(features))
+               _parquet_bytes(_episodes_table(rows)))
+    sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
+    stats = aggregate_many(rows, list(features), lambda row, key, stat: row[f"stats/{key}/{stat}"])
     for cam in videos:
         key = VIDEO_KEY.format(camera=cam)
-        stats[key] = aggregate_image_stats([
-            image_stats(d.cameras.cameras[cam].frames["rgb"][: len(frame_rows(d, layout.stride))])
-            for _n, d in loaded
-        ])
-        features[key] = _video_feature(loaded[0][1].videos[cam], layout.cameras[cam], fps)
+        stats[key] = aggregate_stats(_row_stats(rows, key, image=True))
+        features[key] = _video_feature(data(0).videos[cam], layout.cameras[cam], fps)
     sink.write("meta/stats.json", json_bytes(stats))
-    total_frames = start
+    total_frames = starts[-1]
     info = {
         "codebase_version": CODEBASE_VERSION,
         "robot_type": robot_type,
-        "total_episodes": len(loaded),
+        "total_episodes": len(episodes),
         "total_frames": total_frames,
         "total_tasks": 1,
         "chunks_size": CHUNKS_SIZE,
         "data_files_size_in_mb": DATA_FILES_SIZE_IN_MB,
         "video_files_size_in_mb": VIDEO_FILES_SIZE_IN_MB,
         "fps": fps,
-        "splits": {"train": f"0:{len(loaded)}"},
+        "splits": {"train": f"0:{len(episodes)}"},
         "data_path": DATA_PATH,
         "video_path": VIDEO_PATH if videos else None,
         "features": features,
     }
     sink.write("meta/info.json", json_bytes(info))
-    return {"total_episodes": len(loaded), "total_frames": total_frames}
+    return {"total_episodes": len(episodes), "total_frames": total_frames}
+
+
+def _provenance_columns(episode: CommittedEpisode) -> dict[str, Any]:
+    row = {}
+    for key, value in episode.provenance.to_dict().items():
+        if isinstance(value, dict):
+            value = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        row[PROVENANCE_PREFIX + key] = value
+    return row
+
+
+def _row_stats(rows: Sequence[dict[str, Any]], key: str, *, image: bool = False) -> list[dict]:
+    """One feature's per-episode stats as ``meta/episodes`` holds them (images: ``[C][1][1]``)."""
+    parts = []
+    for row in rows:
+        part = {stat: row[f"stats/{key}/{stat}"] for stat in STAT_KEYS}
+        if image:
+            part = {s: v if s == "count" else np.reshape(v, (-1, 1, 1)) for s, v in part.items()}
+        parts.append(part)
+    return parts
+
+
+def _video_path(camera: str, episode_index: int) -> str:
+    chunk_index, file_index = divmod(episode_index, CHUNKS_SIZE)
+    key = VIDEO_KEY.format(camera=camera)
+    return VIDEO_PATH.format(video_key=key, chunk_index=chunk_index, file_index=file_index)
 
 
 def _episode_videos(
@@ -279,10 +413,7 @@ def _episode_videos(
     chunk_index, file_index = divmod(episode_index, CHUNKS_SIZE)
     for cam in cameras:
         key = VIDEO_KEY.format(camera=cam)
-        sink.write(
-            VIDEO_PATH.format(video_key=key, chunk_index=chunk_index, file_index=file_index),
-            data.videos[cam],
-        )
+        sink.write(_video_path(cam, episode_index), data.videos[cam])
         row[f"videos/{key}/chunk_index"] = chunk_index
         row[f"videos/{key}/file_index"] = file_index
         row[f"videos/{key}/from_timestamp"] = 0.0

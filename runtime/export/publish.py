@@ -2,10 +2,17 @@
 
 A LeRobot dataset is a directory, so ``DIR`` is a symbolic link to a complete version
 directory ``.<name>.assetcast/<digest>`` beside it. A new version is written into a temporary
-directory there, fsynced file by file and folder by folder, renamed to its digest, and only
-then published by atomically replacing the link (``rename`` of a new link over the old one,
-then an fsync of the parent). The previous version is kept, so a reader that resolved the link
-just before the switch still reads a whole dataset; older ones are removed.
+directory there (files it shares with the previous version are hard links, nothing to write),
+renamed to its digest, and made durable in one pass: every new file, every folder of the
+version and the folder holding the rename are fsynced at once, from a small thread pool, so the
+file system commits them together (one journal commit instead of one per entry; unlike
+``syncfs`` it never waits for other processes' dirty data). Only then is it published by
+atomically replacing the link (``rename`` of a new link over the old one, then one fsync of the
+parent): two rounds of syncing per version, however many files it has. Until the link
+switches, nobody looks at the renamed folder, and a folder under a digest name that is not the
+link's target is never trusted (a later writer of the same digest replaces it). The previous
+version is kept, so a reader that resolved the link just before the switch still reads a whole
+dataset; older ones are removed.
 
 A robomimic dataset is one HDF5 file, so it is written to a temporary file beside the target,
 fsynced and renamed over it (a reader holding the old file open keeps reading the old inode).
@@ -18,17 +25,88 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import secrets
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from runtime.export.errors import NotADataset
-from runtime.files import fsync_directory, fsync_tree
+from runtime.files import fsync_directory
 
 VERSIONS_SUFFIX = ".assetcast"
 TEMP_PREFIX = "tmp-"
+
+
+_SYNC_THREADS = 16
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _sync_pool() -> ThreadPoolExecutor:
+    """Threads that wait on fsync (the GIL is released meanwhile), shared by every publish."""
+    return ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="assetcast-fsync")
+
+
+def sync_together(paths: list[Path]) -> None:
+    """fsync every path (files and folders) concurrently; returns once all are durable."""
+    if len(paths) <= 1:
+        for path in paths:
+            _fsync(path)
+        return
+    for _done in _sync_pool().map(_fsync, paths):
+        pass
+
+
+class BackgroundSync:
+    """fsyncs each file of a new version as soon as it is written, on worker threads, so the
+    disk flushes while the writer computes the next file; :meth:`wait` returns once every
+    submitted file is durable (or raises the first failure)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._pending: list[Any] = []
+        self.synced: set[str] = set()
+
+    def written(self, path: Path) -> None:
+        self._pending.append(_sync_pool().submit(_fsync, path))
+        self.synced.add(path.relative_to(self.root).as_posix())
+
+    def wait(self) -> frozenset[str]:
+        """Block until every submitted file is on disk; return their relative paths."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+        return frozenset(self.synced)
+
+    def wait_quietly(self) -> None:
+        """Let in-flight syncs finish before their files are removed (errors are moot)."""
+        for future in self._pending:
+            with contextlib.suppress(OSError):
+                future.result()
+        self._pending = []
+
+
+def _tree_entries(root: Path, *, skip: frozenset[str]) -> list[Path]:
+    """Every folder of ``root`` and every file not in ``skip`` (relative POSIX paths)."""
+    entries: list[Path] = []
+    for directory, _dirnames, filenames in os.walk(root):
+        entries.append(Path(directory))
+        for name in filenames:
+            path = Path(directory) / name
+            if path.relative_to(root).as_posix() not in skip:
+                entries.append(path)
+    return entries
 
 
 @contextlib.contextmanager
@@ -74,21 +152,22 @@ class DirectoryTarget:
         temporary.mkdir()
         return temporary
 
-    def publish(self, temporary: Path, digest: str) -> Path:
-        """Make ``temporary`` (complete, not yet synced) the current version."""
+    def publish(self, temporary: Path, digest: str, *, skip: frozenset[str] = frozenset()) -> Path:
+        """Make ``temporary`` (complete, not yet synced) the current version. ``skip``: files
+        (relative paths) that are hard links to a durable file of an earlier version."""
         final = self.versions / digest[:32]
         previous = self.current()
-        if final.is_dir():
-            shutil.rmtree(temporary)  # the same content is already there, whole
-        else:
-            fsync_tree(temporary)
-            os.rename(temporary, final)
-            fsync_directory(self.versions)
-        if previous != final:
-            link = self.path.parent / f".{self.path.name}.link-{secrets.token_hex(6)}"
-            os.symlink(os.path.relpath(final, self.path.parent), link)
-            os.replace(link, self.path)
-            fsync_directory(self.path.parent)
+        if final == previous:
+            shutil.rmtree(temporary)  # the same content is already published, whole
+            return final
+        if final.exists():  # a crashed writer's folder of this digest: never trusted
+            os.rename(final, self.versions / f"{TEMP_PREFIX}{secrets.token_hex(6)}")
+        os.rename(temporary, final)
+        link = self.path.parent / f".{self.path.name}.link-{secrets.token_hex(6)}"
+        os.symlink(os.path.relpath(final, self.path.parent), link)
+        sync_together([*_tree_entries(final, skip=skip), self.versions])
+        os.replace(link, self.path)
+        fsync_directory(self.path.parent)
         self._prune(keep={final, previous})
         return final
 

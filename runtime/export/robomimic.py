@@ -3,14 +3,18 @@
 ::
 
     data                 attrs: total (samples), env_args (JSON), assetcast (JSON manifest)
-    data/demo_N          attrs: num_samples, model_file (compiled scene MJCF), provenance
-        states           [T, D]  robot qpos + qvel + entity poses (assetcast's state vector)
+    data/demo_N          attrs: num_samples, model_file (compiled scene MJCF), model_mjb
+                         (path of the exact compiled model in models/), provenance
+        states           [T, D]  MuJoCo's state (mj_getState, signature in env_args): set
+                         it, apply the action, step, and the next state follows exactly
+                         (runs recorded before it: robot qpos + qvel + entity poses)
         actions          [T, A]  (+ actions_<name> for further action representations)
         rewards, dones   [T]     sparse: 1 at the last step of an accepted episode
         obs/<key>        [T, ...] observation before each action; cameras as <camera>_image
                          (uint8 HWC), <camera>_depth (uint16 mm, HW1), <camera>_segmentation
         next_obs/<key>   [T, ...] observation after it
     mask/train, mask/valid       demo names, a seeded split that is stable as episodes are added
+    models/<digest>      uint8: MuJoCo's binary model (MJB), once per distinct scene
 
 Determinism: no HDF5 timestamps (``track_times=False``), fixed file-format bounds, fixed
 creation order, no compression, so the same episodes give the same bytes.
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 
 from domain.canonical import canonical_json, sha256_hex
 from runtime.export.episodes import DatasetSource
@@ -33,6 +38,8 @@ from runtime.export.features import (
     frame_rows,
     values,
 )
+
+log = structlog.get_logger(__name__)
 
 VALID_FRACTION = 0.1
 LIBVER = ("v110", "v110")
@@ -47,13 +54,47 @@ def is_valid_split(trajectory_sha256: str, seed: int, fraction: float = VALID_FR
     return value < fraction * 16**16
 
 
+def _states_description(physics: Any) -> dict[str, Any]:
+    """What ``states`` holds: MuJoCo's state (signature and element names for
+    ``mj_setState``), or, for runs recorded before it was, the old composite vector."""
+    if physics is None:
+        return {
+            "layout": "robot_qpos+robot_qvel+entity_pose",
+            "replayable": False,
+        }
+    from runtime.sim.environment import CONTROL_DECIMATION
+    from runtime.sim.physics_state import signature_of
+
+    return {
+        "layout": "mj_getState",
+        "signature": signature_of(physics.names),
+        "replayable": True,
+        "model": "each demo's model_mjb attribute names the exact compiled model (MJB bytes); "
+                 "model_file (MJCF text) is the same scene with numbers rounded",
+        "restore": "mj_resetData; mj_setState(states[t], signature); ctrl = actions[t]; "
+                   "mj_step(nstep=substeps) gives states[t + 1] exactly (camera_stride 1; "
+                   "with a larger stride the actions between frames are in the trajectory)",
+        "substeps": CONTROL_DECIMATION,
+    }
+
+
+def _binary_model(handle: Any, mjb: bytes) -> str:
+    """Store a compiled model once per file (``models/<digest>``, uint8); return its path."""
+    name = f"models/{sha256_hex(mjb)[:32]}"
+    if name not in handle:
+        models = handle.require_group("models")
+        models.create_dataset(name.split("/", 1)[1], data=np.frombuffer(mjb, dtype=np.uint8),
+                              track_times=False)
+    return name
+
+
 def _dataset(group: Any, name: str, data: np.ndarray) -> None:
     group.create_dataset(name, data=data, track_times=False)
 
 
 def write_robomimic(
     source: DatasetSource, path: Path, *, manifest: dict[str, Any], split_seed: int,
-    model_file: Any,
+    scene_model: Any,
 ) -> dict[str, int]:
     """Write the whole file at ``path`` (a fresh temporary file); return totals."""
     import h5py
@@ -66,6 +107,10 @@ def write_robomimic(
     fps = control_fps(loaded) // stride
     observations = [c for c in columns if c.kind == "observation"]
     actions = [c for c in columns if c.kind == "action"]
+    physics = next((c for c in columns if c.kind == "state"), None)
+    if physics is None:
+        log.warning("robomimic_states_not_replayable", task_id=source.task_id,
+                    reason="trajectories recorded before MuJoCo's state was")
     total = 0
     train: list[bytes] = []
     valid: list[bytes] = []
@@ -77,11 +122,16 @@ def write_robomimic(
             after = np.minimum(rows + stride, data.num_actions)
             demo = data_group.create_group(f"demo_{i}", track_order=True)
             demo.attrs["num_samples"] = steps
-            demo.attrs["model_file"] = model_file(episode.deployment_path)
+            scene = scene_model(episode.deployment_path)
+            demo.attrs["model_file"] = scene.mjcf
+            demo.attrs["model_mjb"] = _binary_model(handle, scene.mjb)
             for key, value in episode.provenance.to_dict().items():
                 demo.attrs[key] = canonical_json(value) if isinstance(value, dict) else value
-            state_parts = [values(c, data)[rows] for c in observations if c.source in _STATE_KEYS]
-            _dataset(demo, "states", np.concatenate(state_parts, axis=1))
+            if physics is not None:
+                _dataset(demo, "states", values(physics, data)[rows])
+            else:
+                legacy = [values(c, data)[rows] for c in observations if c.source in _STATE_KEYS]
+                _dataset(demo, "states", np.concatenate(legacy, axis=1))
             for column in actions:
                 _dataset(demo, column.robomimic_key, values(column, data)[rows])
             done = np.zeros(steps, dtype=np.int64)
@@ -122,6 +172,7 @@ def write_robomimic(
                         for m in modalities
                     ],
                     "camera_stride": stride,
+                    "states": _states_description(physics),
                     "names": {c.robomimic_key: list(c.names) for c in columns},
                     "units": {c.robomimic_key: list(c.units) if c.units else None
                               for c in columns},

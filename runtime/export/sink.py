@@ -2,25 +2,51 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from domain.canonical import sha256_hex
+from runtime.files import file_sha256
 
 
 class FileSink:
     """Writes files under ``root`` and remembers each one's SHA-256 (relative POSIX path)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, on_written: Callable[[Path], None] | None = None) -> None:
         self.root = Path(root)
+        self.on_written = on_written
         self.files: dict[str, str] = {}
         self.bytes_written = 0
+        self.linked: set[str] = set()
 
     def write(self, relpath: str, data: bytes) -> None:
         target = self.root / relpath
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+        if self.on_written is not None:
+            self.on_written(target)
         self.files[relpath] = sha256_hex(data)
         self.bytes_written += len(data)
+
+    def link(self, relpath: str, existing: Path, *, digest: str) -> None:
+        """Take over a file of the previous version unchanged (``digest``: its SHA-256, already
+        checked): a hard link (no bytes are copied or synced again), or a copy where the file
+        system refuses links."""
+        target = self.root / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(existing, target)
+        except OSError:
+            shutil.copyfile(existing, target)
+            self.linked.discard(relpath)
+            self.files[relpath] = file_sha256(target)
+            self.bytes_written += target.stat().st_size
+            return
+        self.files[relpath] = digest
+        self.bytes_written += target.stat().st_size
+        self.linked.add(relpath)
 
     def adopt(self, relpath: str, digest: str, size: int) -> None:
         """Record a file written in place by a library (e.g. HDF5) after it was closed."""

@@ -1,62 +1,94 @@
 """Per-feature statistics in LeRobot's layout: min, max, mean, std, count and quantiles.
 
-Computed exactly over the frames (numpy, float64), per dimension, so the same frames always
-give the same numbers; no running histogram approximation.
+Two levels, as LeRobot keeps them. Per episode (the ``stats/<key>/<stat>`` columns of
+``meta/episodes``) every number is exact over the episode's frames, computed for many
+episodes at once: one numpy pass per statistic over the side-by-side matrix of every feature
+and episode (segment reductions for min/max/mean/std, one sort of a padded cube for the
+quantiles), never a Python loop over frames. Dataset-wide (``meta/stats.json``) they are
+aggregated from the per-episode ones, as LeRobot aggregates: min, max, count, mean and std are
+exact (pooled variance), quantiles are count-weighted means of the episodes' quantiles. So a
+dataset that grows by a few episodes gets its stats without re-reading the others, and the
+same episodes always give the same numbers, however the dataset was built up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 QUANTILE_KEYS = tuple(f"q{int(round(q * 100)):02d}" for q in QUANTILES)
-_SORT_LIMIT = 4096
+STAT_KEYS = ("min", "max", "mean", "std", "count", *QUANTILE_KEYS)
 
 
-def feature_stats(array: np.ndarray) -> dict[str, list[Any]]:
-    """Stats of ``[frames, width]`` values, each a list of ``width`` numbers (count: [frames])."""
-    values = np.asarray(array, dtype=np.float64)
+def segment_stats(matrix: np.ndarray, lengths: Sequence[int]) -> dict[str, np.ndarray]:
+    """Exact stats of consecutive row segments of ``[frames, width]`` values: every entry is
+    ``[segments, width]`` (``count``: ``[segments]``). Quantiles interpolate linearly."""
+    values = np.asarray(matrix, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
-    stats: dict[str, list[Any]] = {
-        "min": values.min(axis=0).tolist(),
-        "max": values.max(axis=0).tolist(),
-        "mean": values.mean(axis=0).tolist(),
-        "std": values.std(axis=0).tolist(),
-        "count": [int(values.shape[0])],
+    counts = np.asarray(lengths, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+    mean = np.add.reduceat(values, starts, axis=0) / counts[:, None]
+    spread = values - np.repeat(mean, counts, axis=0)
+    std = np.sqrt(np.add.reduceat(spread * spread, starts, axis=0) / counts[:, None])
+    out = {
+        "min": np.minimum.reduceat(values, starts, axis=0),
+        "max": np.maximum.reduceat(values, starts, axis=0),
+        "mean": mean,
+        "std": std,
+        "count": counts,
     }
-    if values.shape[0] > _SORT_LIMIT:  # numpy's selection beats a full sort on many frames
-        quantiles = np.quantile(values, QUANTILES, axis=0)
-        for key, row in zip(QUANTILE_KEYS, quantiles, strict=True):
-            stats[key] = row.tolist()
-        return stats
-    ordered = np.sort(values, axis=0)  # one sort serves every quantile (linear interpolation)
-    last = ordered.shape[0] - 1
+    # One sort for every segment and quantile: segments padded with NaN (sorted last).
+    longest = int(counts.max())
+    segment = np.repeat(np.arange(len(counts)), counts)
+    offset = np.arange(values.shape[0]) - np.repeat(starts, counts)
+    cube = np.full((len(counts), longest, values.shape[1]), np.nan)
+    cube[segment, offset] = values
+    cube.sort(axis=1)
+    rows = np.arange(len(counts))
+    last = counts - 1
     for key, q in zip(QUANTILE_KEYS, QUANTILES, strict=True):
         position = q * last
-        low = int(np.floor(position))
-        high = min(low + 1, last)
-        weight = position - low
-        stats[key] = (ordered[low] * (1.0 - weight) + ordered[high] * weight).tolist()
-    return stats
+        low = np.floor(position).astype(np.intp)
+        high = np.minimum(low + 1, last)
+        weight = (position - low)[:, None]
+        out[key] = cube[rows, low] * (1.0 - weight) + cube[rows, high] * weight
+    return out
 
 
-def stats_by_feature(block: dict[str, np.ndarray], keys: list[str]) -> dict[str, dict]:
-    """:func:`feature_stats` of several ``[frames, width]`` features computed in one pass
-    over their side-by-side matrix (the same numbers, a fraction of the numpy calls)."""
-    parts = [np.asarray(block[k], dtype=np.float64).reshape(len(block[k]), -1) for k in keys]
-    merged = feature_stats(np.concatenate(parts, axis=1))
-    out: dict[str, dict] = {}
-    offset = 0
-    for key, part in zip(keys, parts, strict=True):
-        width = part.shape[1]
-        out[key] = {
-            stat: value if stat == "count" else value[offset : offset + width]
-            for stat, value in merged.items()
-        }
-        offset += width
+def episode_stats(
+    blocks: Sequence[dict[str, np.ndarray]], keys: Sequence[str]
+) -> list[dict[str, dict[str, list[Any]]]]:
+    """Per episode (one ``block`` of ``[frames, width]`` features each), every feature's stats
+    as lists (``count``: ``[frames]``), computed for all episodes and features in one pass."""
+    lengths = [len(block[keys[0]]) for block in blocks]
+    widths = [int(np.prod(np.shape(blocks[0][k])[1:]) or 1) for k in keys]
+    matrix = np.concatenate(
+        [
+            np.concatenate(
+                [np.asarray(b[k], dtype=np.float64).reshape(n, -1) for k in keys], axis=1
+            )
+            for b, n in zip(blocks, lengths, strict=True)
+        ],
+        axis=0,
+    )
+    merged = {
+        stat: value if stat == "count" else value.tolist()
+        for stat, value in segment_stats(matrix, lengths).items()
+    }
+    bounds = np.concatenate([[0], np.cumsum(widths)]).tolist()
+    out: list[dict[str, dict[str, list[Any]]]] = []
+    for number, frames in enumerate(lengths):
+        per_key: dict[str, dict[str, list[Any]]] = {}
+        for key, low, high in zip(keys, bounds[:-1], bounds[1:], strict=True):
+            per_key[key] = {
+                stat: [frames] if stat == "count" else merged[stat][number][low:high]
+                for stat in STAT_KEYS
+            }
+        out.append(per_key)
     return out
 
 
@@ -69,24 +101,62 @@ def image_stats(frames: np.ndarray) -> dict[str, list[Any]]:
     channels = frames.shape[-1]
     grid = frames[:, ::IMAGE_PIXEL_STEP, ::IMAGE_PIXEL_STEP, :]
     flat = grid.reshape(-1, channels).astype(np.float32) / np.float32(255.0)
-    base = feature_stats(flat)
+    base = segment_stats(flat, [flat.shape[0]])
     out: dict[str, list[Any]] = {}
-    for key, value in base.items():
-        out[key] = [int(frames.shape[0])] if key == "count" else [[[v]] for v in value]
+    for key in STAT_KEYS:
+        out[key] = [int(frames.shape[0])] if key == "count" else [[[v]] for v in base[key][0]]
     return out
 
 
-def aggregate_image_stats(parts: list[dict[str, list[Any]]]) -> dict[str, list[Any]]:
-    """Dataset-wide image stats from per-episode ones (LeRobot's aggregation): exact min, max,
-    mean and std over the counted frames, quantiles as count-weighted means."""
+def aggregate_many(
+    rows: Sequence[dict[str, Any]], keys: Sequence[str], column: Any
+) -> dict[str, dict[str, list[Any]]]:
+    """:func:`aggregate_stats` of several vector features at once, from per-episode rows
+    (``column(row, key, stat)`` -> that episode's list): one numpy pass per statistic."""
+    counts = np.array([column(row, keys[0], "count")[0] for row in rows], dtype=np.float64)
+    widths = [len(column(rows[0], key, "min")) for key in keys]
+    bounds = np.concatenate([[0], np.cumsum(widths)]).tolist()
+
+    def matrix(stat: str) -> np.ndarray:
+        return np.array(
+            [[v for key in keys for v in column(row, key, stat)] for row in rows],
+            dtype=np.float64,
+        )
+
+    total = counts.sum()
+    weights = (counts / total)[:, None]
+    means = matrix("mean")
+    mean = (means * weights).sum(axis=0)
+    variance = ((matrix("std") ** 2 + (means - mean) ** 2) * weights).sum(axis=0)
+    merged = {
+        "min": matrix("min").min(axis=0).tolist(),
+        "max": matrix("max").max(axis=0).tolist(),
+        "mean": mean.tolist(),
+        "std": np.sqrt(variance).tolist(),
+    }
+    for key in QUANTILE_KEYS:
+        merged[key] = (matrix(key) * weights).sum(axis=0).tolist()
+    return {
+        key: {
+            stat: [int(total)] if stat == "count" else merged[stat][low:high]
+            for stat in STAT_KEYS
+        }
+        for key, low, high in zip(keys, bounds[:-1], bounds[1:], strict=True)
+    }
+
+
+def aggregate_stats(parts: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Dataset-wide stats of one feature from its per-episode stats (LeRobot's aggregation):
+    exact min, max, count, mean and pooled std; quantiles as count-weighted means. Shapes are
+    kept (``[width]`` for vectors, ``[C][1][1]`` for images)."""
     counts = np.array([p["count"][0] for p in parts], dtype=np.float64)
     total = counts.sum()
-    weights = (counts / total)[:, None, None, None]
 
     def stack(key: str) -> np.ndarray:
         return np.stack([np.asarray(p[key], dtype=np.float64) for p in parts])
 
     means = stack("mean")
+    weights = (counts / total).reshape((-1,) + (1,) * (means.ndim - 1))
     mean = (means * weights).sum(axis=0)
     variance = ((stack("std") ** 2 + (means - mean) ** 2) * weights).sum(axis=0)
     out: dict[str, list[Any]] = {

@@ -62,6 +62,42 @@ def _compare(found: dict[str, str], expected: dict[str, str], what: str) -> list
     return problems
 
 
+def verify_run_dataset(store: Any, run_id: str, path: Path | str) -> DatasetCheck:
+    """:func:`verify_dataset`, plus: the dataset projects ``run_id``, and the version the
+    run's log recorded last is this run's whole projection (no committed episode of the run
+    is missing from it, e.g. because a live update never happened)."""
+    check = verify_dataset(store, path)
+    manifest = read_manifest(spec_for_path(path))
+    if manifest is None or run_id not in manifest["runs"]:
+        check.problems.append(f"the dataset does not project run {run_id}")
+        return check
+    events = store.read(run_id)
+    updates = [
+        e for e in events if e.type == "DatasetUpdated" and e.payload["path"] == str(check.path)
+    ]
+    if not updates:
+        return check  # verify_dataset already named the missing record
+    covered = {
+        (e["batch_index"], e["episode_index"], e["trajectory_sha256"])
+        for e in updates[-1].payload["episodes"]
+    }
+    missing = [
+        (ep.provenance.batch_index, ep.provenance.episode_index)
+        for ep in run_source(run_id, events).episodes
+        if (ep.provenance.batch_index, ep.provenance.episode_index,
+            ep.provenance.trajectory_sha256) not in covered
+    ]
+    if missing:
+        shown = ", ".join(f"batch {b} episode {e}" for b, e in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        check.problems.append(
+            f"run {run_id}: {len(missing)} committed episode(s) are not in the dataset "
+            f"(log position {updates[-1].payload['log_position']} was the last exported): "
+            f"{shown}{more}"
+        )
+    return check
+
+
 def verify_dataset(store: Any, path: Path | str) -> DatasetCheck:
     spec = spec_for_path(path)
     manifest = read_manifest(spec)

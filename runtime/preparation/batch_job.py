@@ -28,7 +28,7 @@ from runtime.deployment import (
     materialize_deployment,
     validate_deployment,
 )
-from runtime.preparation.candidates import listing_query
+from runtime.preparation.candidates import listing_query, listing_seed
 from runtime.preparation.errors import NondeterministicResume, PreparationFailed
 from runtime.preparation.ledger import Ledger
 from runtime.preparation.logged_progress import LoggedProgress
@@ -99,6 +99,7 @@ class PreparationJob:
                     self.cfg.candidates_per_role,
                     context,
                     workers,
+                    seed=listing_seed(self.cfg.seed, role),
                 ).run()
                 log.info("prepare.role_ready", role=role, prepared=len(pools[role]))
         return pools

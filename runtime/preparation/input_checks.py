@@ -70,18 +70,25 @@ def describe_providers(providers_by_role: Mapping[str, AssetProvider]) -> dict[s
 
 
 def providers_from_catalog_args(arguments: Sequence[str]) -> dict[str, AssetProvider]:
-    """Turn ``--catalog ROLE=DIR`` arguments into catalog-folder providers (never online)."""
-    from runtime.assets.providers import DirectoryAssetProvider
+    """Turn ``--catalog ROLE=DIR`` arguments into catalog-folder providers (never online).
 
-    providers: dict[str, AssetProvider] = {}
+    A role given several folders gets them merged (``MergedAssetProvider``: duplicates by
+    content identity listed once); the same folder given twice counts once."""
+    from runtime.assets.providers import DirectoryAssetProvider, MergedAssetProvider
+
+    folders: dict[str, list[Path]] = {}
     for argument in arguments:
         role, sep, directory = argument.partition("=")
         role, directory = role.strip(), directory.strip()
         if not sep or not role or not directory:
             raise AssetcastInputError(f"--catalog {argument!r}: expected ROLE=DIR")
-        if role in providers:
-            raise AssetcastInputError(f"--catalog {argument!r}: role {role!r} given twice")
         if not Path(directory).is_dir():
             raise AssetcastInputError(f"--catalog {argument!r}: {directory} is not a directory")
-        providers[role] = DirectoryAssetProvider(Path(directory).resolve())
-    return providers
+        resolved = Path(directory).resolve()
+        mine = folders.setdefault(role, [])
+        if resolved not in mine:
+            mine.append(resolved)
+    return {
+        role: DirectoryAssetProvider(dirs[0]) if len(dirs) == 1 else MergedAssetProvider(dirs)
+        for role, dirs in folders.items()
+    }

@@ -9,10 +9,11 @@ in the order the candidates were logged, and the caller appends their events in 
 so a run prepared with a pool logs the same events as one prepared serially.
 
 What changes is durability's cost, never its guarantee, and never who publishes: a worker
-only *stages* a snapshot (builds and verifies it in a temporary folder, without an fsync per
-file). The process holding the lease publishes each chunk of results: one file-system sync
-for all their folders, then per snapshot a fresh verification, the lease's fence check and
-the rename, then one sync for the renames, and only then are their events appended.
+(or this process, with one worker and at least ``MIN_PARALLEL`` candidates) only *stages* a
+snapshot (builds and verifies it in a temporary folder, without an fsync per file). The
+process holding the lease publishes each chunk of results: one file-system sync for all
+their folders, then per snapshot a fresh verification, the lease's fence check and the
+rename, then one sync for the renames, and only then are their events appended.
 Nothing is claimed in the log before it is on disk; a session that lost its lease publishes
 nothing.
 """
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from typing import Any
@@ -141,22 +142,81 @@ class MaterializerPool:
         if workers > 1 and not _sendable(provider):
             log.info("prepare.serial", reason="provider cannot be sent to a worker process")
             workers = 1
-        if workers == 1:
+        if workers == 1 and len(candidates) < MIN_PARALLEL:
             for candidate in candidates:
                 yield [materialize_outcome(provider, candidate, context)]
             return
+        if workers == 1:
+            # Many candidates but one process: the same batched durability, in-process.
+            yield from _staged_in_process(provider, candidates, context)
+            return
         fence = context.fence
         sent = replace(context, fence=_StagingTag(fence.tag) if fence is not None else None)
-        jobs = [(provider, candidate, sent) for candidate in candidates]
-        chunk: list[tuple[Outcome, list[str]]] = []
         log.info("prepare.parallel", workers=workers, candidates=len(candidates))
-        for result in self._pool(workers).map(_in_worker, jobs, chunksize=2):
-            chunk.append(result)
-            if len(chunk) >= SYNC_CHUNK:
+        executor = self._pool(workers)
+        futures = [executor.submit(_in_worker, (provider, c, sent)) for c in candidates]
+        try:
+            chunk: list[tuple[Outcome, list[str]]] = []
+            for result in _in_order(futures, lambda i: _stage_here(provider, candidates[i],
+                                                                   context)):
+                chunk.append(result)
+                if len(chunk) >= SYNC_CHUNK:
+                    yield _publish_chunk(chunk, context)
+                    chunk = []
+            if chunk:
                 yield _publish_chunk(chunk, context)
-                chunk = []
-        if chunk:
+        finally:
+            for future in futures:
+                future.cancel()
+
+
+def _stage_here(
+    provider: AssetProvider, candidate: AssetCandidate, context: PreparationContext
+) -> tuple[Outcome, list[str]]:
+    staging: list[str] = []
+    return materialize_outcome(provider, candidate, replace(context, staging=staging)), staging
+
+
+def _in_order(
+    futures: Sequence[Future], run_here: Callable[[int], tuple[Outcome, list[str]]]
+) -> Iterator[tuple[Outcome, list[str]]]:
+    """The futures' results in order, with this process as one more worker: while the
+    result it needs next is still being computed (by a worker that is busy, or not even
+    started: spawning and importing the mesh stack takes seconds), it takes the next job no
+    worker has started (cancelling it in the pool) and runs it here. Which process computes
+    a job changes nothing in its result."""
+    stolen: dict[int, tuple[Outcome, list[str]]] = {}
+    ahead = 0
+    for index, future in enumerate(futures):
+        ahead = max(ahead, index + 1)
+        while index not in stolen and not future.done():
+            if future.cancel():  # nobody started it: this process does it now
+                stolen[index] = run_here(index)
+                break
+            while ahead < len(futures) and not futures[ahead].cancel():
+                ahead += 1  # running or done in a worker
+            if ahead >= len(futures):
+                break  # nothing left to take: wait for the worker
+            stolen[ahead] = run_here(ahead)
+            ahead += 1
+        yield stolen.pop(index) if index in stolen else future.result()
+
+
+def _staged_in_process(
+    provider: AssetProvider, candidates: Sequence[AssetCandidate], context: PreparationContext
+) -> Iterator[list[Outcome]]:
+    """Stage each snapshot here (no fsync per file) and publish them a chunk at a time,
+    exactly as the pool's results are published."""
+    chunk: list[tuple[Outcome, list[str]]] = []
+    for candidate in candidates:
+        staging: list[str] = []
+        outcome = materialize_outcome(provider, candidate, replace(context, staging=staging))
+        chunk.append((outcome, staging))
+        if len(chunk) >= SYNC_CHUNK:
             yield _publish_chunk(chunk, context)
+            chunk = []
+    if chunk:
+        yield _publish_chunk(chunk, context)
 
 
 def _publish_chunk(

@@ -14,7 +14,7 @@ from domain.assets import (
     PreparationContext,
     PreparedAsset,
 )
-from runtime.preparation.candidates import list_candidates, reuse_snapshot
+from runtime.preparation.candidates import list_candidates, listing_stats, reuse_snapshot
 from runtime.preparation.errors import ProviderMisbehaved
 from runtime.preparation.ledger import Ledger
 from runtime.preparation.logged_progress import LoggedProgress
@@ -34,10 +34,11 @@ class RolePreparer:
         limit: int,
         context: PreparationContext,
         pool: MaterializerPool | None = None,
+        seed: int | None = None,
     ) -> None:
         self.ledger, self.progress, self.role = ledger, progress, role
         self.provider, self.query, self.limit, self.context = provider, query, limit, context
-        self.pool = pool
+        self.pool, self.seed = pool, seed
         self._relisted: dict[str, AssetCandidate] | None = None
 
     def run(self) -> list[PreparedAsset]:
@@ -46,7 +47,7 @@ class RolePreparer:
         logged = self.progress.listed.get(self.role)
         if logged is None:
             try:
-                candidates = list_candidates(self.provider, self.query, self.limit)
+                candidates = list_candidates(self.provider, self.query, self.limit, self.seed)
             except Exception as error:
                 self.ledger.emit(
                     "CandidateListingFailed",
@@ -62,6 +63,7 @@ class RolePreparer:
                     "query": self.query.to_dict(),
                     "limit": self.limit,
                     "candidate_ids": logged,
+                    **listing_stats(self.provider, len(logged)),
                 },
             )
         slots: list[PreparedAsset | None] = [None] * len(logged)
@@ -136,7 +138,8 @@ class RolePreparer:
         if self._relisted is None:
             self._relisted = {}  # a failed re-listing is not retried for every candidate
             self._relisted = {
-                c.candidate_id: c for c in list_candidates(self.provider, self.query, self.limit)
+                c.candidate_id: c
+                for c in list_candidates(self.provider, self.query, self.limit, self.seed)
             }
         if candidate_id not in self._relisted:
             raise ProviderMisbehaved(

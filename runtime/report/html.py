@@ -28,6 +28,7 @@ text-align:left;font-size:13px}th{background:#f3f5f7}code{font-size:12px}
 .plot{max-width:100%}.sets{display:flex;flex-wrap:wrap;gap:12px}
 .asset{border:1px solid #ddd;padding:6px;width:250px;font-size:12px}
 .unavailable{color:#8a6d3b;background:#fcf8e3;padding:6px}
+.episode-frames{border:1px solid #ddd;padding:6px;font-size:12px}.frame{max-width:100%}
 """
 
 
@@ -142,15 +143,26 @@ def _asset_sets(report: Mapping[str, Any], thumbs: Mapping[str, bytes | str]) ->
     return "<h2>Asset sets</h2>" + ("".join(blocks) or "<p>no asset sets</p>")
 
 
-def _frames(frames: Mapping[tuple[int, int], bytes]) -> str:
+def _frames(report: Mapping[str, Any], frames: Mapping[tuple[int, int], bytes | str]) -> str:
     if not frames:
         return "<h2>Episode frames</h2><p>no camera frames in this run</p>"
-    cards = "".join(
-        f'<div class="asset">{_img(png, f"batch {b} episode {e}", "thumb")}<br>'
-        f"batch {b} episode {e}</div>"
-        for (b, e), png in sorted(frames.items())
+    committed = sum(
+        1 for e in report["episodes"] if e["accepted"] and e.get("trajectory_sha256")
     )
-    return f'<h2>Episode frames</h2><div class="sets">{cards}</div>'
+    cards = []
+    for (b, e), shown in sorted(frames.items()):
+        picture = (
+            _img(shown, f"batch {b} episode {e}", "frame")
+            if isinstance(shown, bytes)
+            else f'<p class="unavailable">{escape(shown)}</p>'
+        )
+        cards.append(f'<div class="episode-frames" data-batch="{b}" data-episode="{e}">'
+                     f"{picture}<br>batch {b} episode {e}</div>")
+    return (f'<h2>Episode frames</h2><p>frames read back from the committed videos of '
+            f'<span id="frames-shown">{len(frames)}</span> of '
+            f'<span id="frames-committed">{committed}</span> committed episodes (evenly '
+            f"spaced; every camera, first to last frame)</p>"
+            f'<div class="sets">{"".join(cards)}</div>')
 
 
 def thumbnail_key(role: str, content_sha256: str) -> str:
@@ -160,7 +172,7 @@ def thumbnail_key(role: str, content_sha256: str) -> str:
 
 def render_page(
     report: Mapping[str, Any], chain: ChainReport, plots: Mapping[str, bytes],
-    thumbs: Mapping[str, bytes | str], frames: Mapping[tuple[int, int], bytes],
+    thumbs: Mapping[str, bytes | str], frames: Mapping[tuple[int, int], bytes | str],
 ) -> str:
     title = f"assetcast run {report['run_id']}"
     summary = (
@@ -178,7 +190,7 @@ def render_page(
         _rejections(report, plots["rejections_by_stage"]),
         _episodes(report, plots["episode_durations"]),
         _sessions(report, plots["sessions_timeline"]),
-        _frames(frames),
+        _frames(report, frames),
         "<p><small>Every number on this page is a projection of the run's event log.</small></p>",
     ))
     return (

@@ -19,6 +19,7 @@ import numpy as np
 import structlog
 
 from domain.task import EntitySpec, PackageAsset, TaskSpec
+from runtime.sim import physics_state
 from runtime.sim import scene as sc
 from runtime.sim.errors import SceneBuildError, SceneMismatch
 from runtime.sim.geometry import (
@@ -436,6 +437,7 @@ class TaskEnvironment:
             "finger_width": np.array(self.finger_width()),
             "time": np.array(d.time),
             **self.robot.extra_observation(d, d.qpos[self._robot_qpos], d.qvel[self._robot_dof]),
+            physics_state.KEY: physics_state.capture(self.model, d),
         }
 
     def record_columns(self) -> dict[str, Column]:
@@ -454,6 +456,10 @@ class TaskEnvironment:
             "finger_width": Column(("finger_width",), ("m",)),
             "timestamps": Column(("time",), ("s",)),
             "actions": Column(self.robot.actuator_names, tuple(joint_units)),
+            physics_state.KEY: Column(
+                physics_state.names(self.model),
+                physics_state.units(physics_state.names(self.model)),
+            ),
         }
         columns.update(self.robot.extra_columns())
         return columns

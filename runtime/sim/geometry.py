@@ -2,8 +2,10 @@
 
 A package entity is read from its prepared snapshot (``.assetcast/snapshot.json``):
 every convex collision piece becomes one MuJoCo mesh geom, and the body mass is the
-mesh volume times the task density. Reading the snapshot JSON directly (instead of
-the cache module) keeps the simulator usable on any deployment directory.
+descriptor's ``physics.mass_kg``, else the mesh volume times its ``physics.density_kg_m3`` or
+the task density; ``physics.friction`` overrides the default contact friction. Reading the
+snapshot JSON directly (instead of the cache module) keeps the simulator usable on any
+deployment directory.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ import numpy as np
 import structlog
 import trimesh
 
+from domain.asset_physics import AssetPhysics
+from domain.errors import AssetValidationError
 from runtime.inputs.json_text import load_json_strict
 from runtime.inputs.paths import resolve_inside
 from runtime.inputs.reading import read_bounded
+from runtime.sim.contact import OBJECT_FRICTION
 from runtime.sim.errors import SceneBuildError
 
 log = structlog.get_logger(__name__)
@@ -52,6 +57,7 @@ class EntityGeometry:
     asset_id: str | None
     identity: tuple[Any, ...]  # compared when deciding that two entities are "the same"
     visual_path: Path | None = None  # the package's visual mesh (what cameras show)
+    friction: tuple[float, float, float] = OBJECT_FRICTION  # sliding, torsional, rolling
 
     @property
     def local_lower(self) -> np.ndarray:
@@ -201,6 +207,9 @@ def package_geometry(entity_id: str, catalog_path: Path, density: float) -> Enti
         except SceneBuildError as error:
             log.warning("sim.visual_mesh_unusable", entity=entity_id, detail=str(error))
     points = np.concatenate([p.vertices for p in pieces])
+    physics = _physics(descriptor, entity_id, catalog_path)
+    mass = physics.mass(volume, density)
+    friction = physics.friction_triple(OBJECT_FRICTION)
     asset_id = descriptor.get("asset_id") if isinstance(descriptor, dict) else None
     visual_path = None
     if isinstance(visual, str):
@@ -213,16 +222,31 @@ def package_geometry(entity_id: str, catalog_path: Path, density: float) -> Enti
         primitive=None,
         pieces=pieces,
         points=points,
-        mass=volume * density,
+        mass=mass,
         descriptor=descriptor if isinstance(descriptor, dict) else None,
         content_sha256=content_sha256,
         asset_id=asset_id,
         identity=(
             "package",
             content_sha256 or tuple((p.vertices.tobytes(), p.faces.tobytes()) for p in pieces),
+            mass,
+            friction,
         ),
         visual_path=visual_path,
+        friction=friction,
     )
+
+
+def _physics(descriptor: Any, entity_id: str, catalog_path: Path) -> AssetPhysics:
+    """The descriptor's ``physics`` (already validated when the package was prepared; checked
+    again here because a deployment is read from disk)."""
+    raw = descriptor.get("physics") if isinstance(descriptor, dict) else None
+    if raw is None:
+        return AssetPhysics()  # no overrides: the scene's density and default friction
+    try:
+        return AssetPhysics.from_dict(raw, path="descriptor.physics", source=str(catalog_path))
+    except AssetValidationError as error:
+        raise SceneBuildError(f"entity {entity_id!r}: {error}") from error
 
 
 def quat_from_yaw(yaw_rad: float) -> np.ndarray:

@@ -19,7 +19,6 @@ from runtime.sim.contact import (
     CONDIM,
     CONTACT_SOLREF,
     IMPRATIO,
-    OBJECT_FRICTION,
     TABLE_FRICTION,
 )
 from runtime.sim.geometry import EntityGeometry, quat_from_yaw
@@ -115,7 +114,7 @@ def add_entity(
         quat=quat_from_yaw(math.radians(float(yaw_deg))).tolist(),
     )
     body.add_freejoint(name=entity_joint_name(geometry.entity_id))
-    common = dict(friction=OBJECT_FRICTION, condim=CONDIM, solref=CONTACT_SOLREF)
+    common = dict(friction=geometry.friction, condim=CONDIM, solref=CONTACT_SOLREF)
     if geometry.primitive is not None:
         kind, size = geometry.primitive
         if kind == "box":

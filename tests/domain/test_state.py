@@ -173,3 +173,133 @@ def test_preparation_facts_for_resume() -> None:
     assert (st.state, st.goal, st.phase) == ("preparing", "prepare", "preparation")
     with pytest.raises(IllegalTransition, match="batch 0 was never resolved"):
         fold_all([created("r"), preparation(1)[2]])
+
+
+# -- interleaved batches (several workers, issue 14) ------------------------------------------
+
+
+def _started_by(b: int, worker: str, session: str = "s1") -> object:
+    from store.records import NewEvent
+
+    event = batch_started(b)
+    return NewEvent("BatchStarted", {**event.payload, "session_id": session, "worker": worker})
+
+
+def _finished_by(b: int, worker: str, session: str = "s1", attempted: int = 2) -> object:
+    from store.records import NewEvent
+
+    return NewEvent("BatchFinished", {
+        "batch_index": b, "accepted": 0, "attempted": attempted, "session_id": session,
+        "worker": worker,
+    })
+
+
+def _two_workers_prefix() -> list:
+    return [
+        created("r"), *preparation(2), collection_started(episodes_per_batch=2),
+        _started_by(0, "w0"), _started_by(1, "w1"),
+    ]
+
+
+def test_two_batches_in_flight_interleave_event_by_event() -> None:
+    """Each batch keeps its own grammar position: batch 1's episode may start while batch
+    0's is open, and their events may interleave one by one."""
+    a, b = episode(0, 0), episode(1, 0)
+    mixed = [event for pair in zip(a, b, strict=True) for event in pair]
+    st = fold_all([
+        *_two_workers_prefix(), *mixed, *episode(1, 1), *episode(0, 1),
+        _finished_by(1, "w1"), _finished_by(0, "w0"),
+    ])
+    assert st.open_episode is None and st.open_episodes == {}
+    assert all(st.episodes[(b_, e)].done for b_ in (0, 1) for e in (0, 1))
+    assert st.batches[0].started_by == {"session_id": "s1", "worker": "w0"}
+    assert st.batches_finished == 2
+
+
+def test_one_batch_still_follows_the_grammar_while_another_interleaves() -> None:
+    a = episode(0, 0)
+    with pytest.raises(IllegalTransition, match=r"episode \(0, 0\) is still open"):
+        fold_all([*_two_workers_prefix(), *a[:3], *episode(1, 0), episode(0, 1)[0]])
+    with pytest.raises(
+        IllegalTransition, match=r"episode \(1, 0\) is not the open episode of batch 1 \(None\)"
+    ):
+        fold_all([*_two_workers_prefix(), *a[:2], episode(1, 0)[1]])
+
+
+def test_batch_cannot_finish_or_restart_with_its_episode_open() -> None:
+    open_ep = episode(0, 0, upto="EpisodeJudged")
+    with pytest.raises(IllegalTransition, match=r"BatchFinished .* \(0, 0\) is still open"):
+        fold_all([*_two_workers_prefix(), *open_ep, _finished_by(0, "w0")])
+    with pytest.raises(IllegalTransition, match=r"BatchStarted .* \(0, 0\) is still open"):
+        fold_all([*_two_workers_prefix(), *open_ep, _started_by(0, "w2")])
+    # the other batch is not held up by it
+    st = fold_all(
+        [*_two_workers_prefix(), *open_ep, *episode(1, 0), _finished_by(1, "w1", attempted=1)]
+    )
+    assert st.open_episodes == {0: 0} and st.batches[1].finished is not None
+
+
+def test_run_cannot_complete_while_any_batch_has_an_open_episode() -> None:
+    from store.records import NewEvent
+
+    completed = NewEvent("RunCompleted", {"batches": 2, "accepted": 0, "attempted": 1})
+    with pytest.raises(IllegalTransition, match=r"RunCompleted .* \(1, 0\) is still open"):
+        fold_all([*_two_workers_prefix(), *episode(1, 0, upto="EpisodeJudged"), completed])
+
+
+def test_batch_events_name_the_current_session_and_the_worker_that_opened_it() -> None:
+    with pytest.raises(IllegalTransition, match=r"session_id 's9' is not the current session 's1'"):
+        fold_all([*_two_workers_prefix(), _started_by(0, "w0", session="s9")])
+    with pytest.raises(IllegalTransition, match=r"batch 0 was started by worker 'w0', not 'w1'"):
+        fold_all([*_two_workers_prefix(), *episode(0, 0), *episode(0, 1), _finished_by(0, "w1")])
+
+
+def test_a_batch_re_dispatched_to_another_worker_is_finished_by_that_worker() -> None:
+    """A worker died after episode 0: its batch re-opens on another worker in the same
+    session, which runs episode 1 and finishes it."""
+    st = fold_all([
+        *_two_workers_prefix(), *episode(0, 0), _started_by(0, "w2"), *episode(0, 1),
+        _finished_by(0, "w2"),
+    ])
+    assert st.batches[0].started == 2 and st.batches[0].finished["worker"] == "w2"
+
+
+def test_a_new_session_abandons_every_open_episode() -> None:
+    from store.records import NewEvent
+
+    resumed = NewEvent("RunResumed", {
+        "session_id": "s2", "host": "h", "pid": 2, "from_state": "collecting",
+        "to_state": "collecting",
+    })
+    st = fold_all([
+        *_two_workers_prefix(), *episode(0, 0, upto="EpisodeJudged"),
+        *episode(1, 0, upto="InitialChecked"), resumed,
+    ])
+    assert st.open_episodes == {}
+    st = fold_all([
+        *_two_workers_prefix(), *episode(0, 0, upto="EpisodeJudged"), resumed,
+        _started_by(0, "w0", session="s2"), *episode(0, 0),
+    ])
+    assert st.episodes[(0, 0)].starts == 2
+
+
+def test_a_snapshot_taken_with_two_batches_open_resumes_the_fold_exactly() -> None:
+    """The codec keeps every batch's grammar position (FOLD_VERSION 3)."""
+    import json
+
+    from domain.state import FOLD_VERSION, Folder
+    from domain.state_codec import decode_folder, encode_state
+
+    assert FOLD_VERSION >= 3
+    head = [*_two_workers_prefix(), *episode(0, 0, upto="EpisodeExecuted"),
+            *episode(1, 0, upto="InitialChecked")]
+    tail = [*episode(0, 0)[3:], *episode(1, 0)[2:], *episode(0, 1), *episode(1, 1),
+            _finished_by(0, "w0"), _finished_by(1, "w1")]
+    folder = Folder("r")
+    for i, e in enumerate(head, start=1):
+        folder.apply(i, e.type, e.payload)
+    assert folder.state.open_episodes == {0: 0, 1: 0}
+    restored = decode_folder("r", json.loads(json.dumps(encode_state(folder.state))))
+    for i, e in enumerate(tail, start=len(head) + 1):
+        restored.apply(i, e.type, e.payload)
+    assert restored.state == fold_all([*head, *tail])

@@ -79,9 +79,11 @@ def write_package(
     return f"assets/{content}/asset.catalog.json"
 
 
-def block(root: Path, asset_id: str, size: Sequence[float]) -> str:
+def block(
+    root: Path, asset_id: str, size: Sequence[float], physics: Mapping[str, Any] | None = None
+) -> str:
     sx, sy, sz = size
-    descriptor = {
+    descriptor: dict[str, Any] = {
         "asset_id": asset_id,
         "category": "block",
         "attributes": {},
@@ -92,6 +94,8 @@ def block(root: Path, asset_id: str, size: Sequence[float]) -> str:
         "provenance": {"source": "fixture", "pouring": None},
         "normalized": True,
     }
+    if physics is not None:
+        descriptor["physics"] = dict(physics)
     return write_package(root, descriptor=descriptor, parts=[_box(size, (0, 0, sz / 2))])
 
 
@@ -210,11 +214,14 @@ def write_deployment(
     *,
     item_size: Sequence[float] = (0.04, 0.04, 0.04),
     bin_size: Sequence[float] = (0.18, 0.14, 0.06),
+    item_physics: Mapping[str, Any] | None = None,
     **task_kwargs: Any,
 ) -> Path:
     """A deployment directory: ``task.yaml`` + ``assets/<sha>/`` for the item and the bin."""
     directory.mkdir(parents=True, exist_ok=True)
-    item = block(directory, f"block-{'x'.join(f'{s:g}' for s in item_size)}", item_size)
+    item = block(
+        directory, f"block-{'x'.join(f'{s:g}' for s in item_size)}", item_size, item_physics
+    )
     bin_ = open_bin(directory, f"bin-{'x'.join(f'{s:g}' for s in bin_size)}", bin_size)
     mapping = task_mapping({"package": item}, {"package": bin_}, **task_kwargs)
     (directory / "task.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))

@@ -454,3 +454,37 @@ def test_a_fenced_snapshot_names_its_temp_folder_after_the_session(
         context=PreparationContext(str(tmp_path / "cache"), fence=Fence()),
     )
     assert len(seen) == 1 and seen[0].startswith(".tmp-0123456789ab.7-")
+
+
+def test_physics_is_part_of_the_content_identity(tmp_path: Path) -> None:
+    plain = prepare(make_package(tmp_path / "plain"), tmp_path / "cache")
+    heavy_manifest = {
+        "descriptor": descriptor(physics={"mass_kg": 0.5}),
+        "visual_path": "mesh.obj", "collision_path": None,
+    }
+    heavy = prepare(make_package(tmp_path / "heavy", manifest=heavy_manifest), tmp_path / "cache")
+    heavier_manifest = {
+        "descriptor": descriptor(physics={"mass_kg": 0.6}), "visual_path": "mesh.obj",
+        "collision_path": None,
+    }
+    heavier = prepare(
+        make_package(tmp_path / "heavier", manifest=heavier_manifest), tmp_path / "cache"
+    )
+    assert len({plain.content_sha256, heavy.content_sha256, heavier.content_sha256}) == 3
+    assert heavy.descriptor.physics is not None and heavy.descriptor.physics.mass_kg == 0.5
+    assert read_snapshot(Path(heavy.snapshot_dir)).descriptor == heavy.descriptor
+    assert "physics" not in plain.descriptor.to_dict()  # older packages keep their identity
+
+
+def test_bad_physics_names_the_field_and_the_file(tmp_path: Path) -> None:
+    manifest = {
+        "descriptor": descriptor(physics={"friction": {"sliding": -1}}),
+        "visual_path": "mesh.obj", "collision_path": None,
+    }
+    package = make_package(tmp_path / "bad", manifest=manifest)
+    with pytest.raises(AssetValidationError) as caught:
+        prepare(package, tmp_path / "cache")
+    assert str(caught.value) == (
+        f"{package / 'asset.catalog.json'}: descriptor.physics.friction.sliding: must be "
+        "positive, got -1"
+    )

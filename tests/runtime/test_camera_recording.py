@@ -221,6 +221,36 @@ def test_cameras_do_not_change_the_physics(run: tuple[str, Path, Path]) -> None:
     assert entity_body_name("item") == "entity_item"
 
 
+def test_videos_encoded_while_rendering_equal_encoding_all_frames_at_the_end(
+    run: tuple[str, Path, Path],
+) -> None:
+    """RGB frames go to their H.264 encoder on the render thread as they are drawn; the
+    bytes must be exactly those of encoding the episode's frames in one go."""
+    from runtime.sim.cameras.encoding import encode_rgb_mp4
+
+    _run_id, out, _db = run
+    deployment = out / "batch_0000"
+    task = load_task(deployment / "task.yaml")
+    env = TaskEnvironment(task, deployment, settle_steps=10)
+    rig = CameraRig(task.cameras)
+    try:
+        env.reset(12345)
+        recorder = FrameRecorder(TrajectoryRecorder.for_environment(env), rig, env)
+        env.run_program(recorder)
+        recordings = recorder.recordings
+    finally:
+        rig.close()
+        env.close()
+    checked = 0
+    for recording in recordings.values():
+        if "rgb" in recording.camera.modalities:
+            assert recording.frame_count > 10
+            expected = encode_rgb_mp4(recording.stacked("rgb"), recording.camera.fps)
+            assert recording.encoded["rgb"] == expected
+            checked += 1
+    assert checked == len(task.cameras)
+
+
 def test_cli_episode_writes_a_contact_sheet_and_the_videos(
     run: tuple[str, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

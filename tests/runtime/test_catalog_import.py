@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import trimesh
 
+from domain.errors import AssetValidationError
 from runtime.assets.demo_catalog import check_catalog
 from runtime.assets.importing import ImportOptions, import_asset
 from runtime.assets.meshes import load_mesh
@@ -335,14 +336,31 @@ def test_urdf_visual_and_collision_get_scale_and_origin_rpy(tmp_path: Path) -> N
     _assert_checks(catalog)
 
 
-def test_urdf_with_two_links_or_a_package_url_is_refused(tmp_path: Path) -> None:
+def test_urdf_with_a_moving_joint_or_a_package_url_is_refused(tmp_path: Path) -> None:
     urdf = tmp_path / "arm.urdf"
-    urdf.write_text('<robot name="a"><link name="l1"/><link name="l2"/></robot>')
-    with pytest.raises(Exception) as raised:
-        import_asset(urdf, tmp_path / "c", ImportOptions("arm", "arm"))
-    assert str(raised.value) == (
-        f"{urdf}: only a <robot> with exactly one <link> is imported (found 2)"
-    )
+    links = '<link name="l1"/><link name="l2"/><link name="l3"/>'
+    fixed = '<joint name="j0" type="fixed"><parent link="l1"/><child link="l2"/></joint>'
+    cases = [
+        (f'<robot name="a">{links}{fixed}<joint name="elbow" type="revolute"><parent link="l2"/>'
+         '<child link="l3"/></joint></robot>',
+         "joint 'elbow' is 'revolute': only fixed joints are imported (an articulated object "
+         "cannot be one rigid package)"),
+        (f'<robot name="a">{links}{fixed}</robot>',
+         "the links must form one tree (found 2 root links)"),
+        (f'<robot name="a">{links}{fixed}<joint name="j1" type="fixed"><parent link="l3"/>'
+         '<child link="l2"/></joint></robot>', "link 'l2' has two parent joints"),
+        ('<robot name="a"><link name="l1"/><joint name="j" type="fixed"><parent link="l1"/>'
+         '<child link="nope"/></joint></robot>',
+         "joint 'j': parent and child must name links of this robot"),
+        ('<robot name="a"><link name="l1"/><link name="l1"/></robot>',
+         "every <link> needs a unique name"),
+        ('<robot name="a"></robot>', "expected a <robot> with at least one <link>"),
+    ]
+    for text, message in cases:
+        urdf.write_text(text)
+        with pytest.raises(AssetValidationError) as raised:
+            import_asset(urdf, tmp_path / "c", ImportOptions("arm", "arm"))
+        assert str(raised.value) == f"{urdf}: {message}"
     urdf.write_text(
         '<robot name="a"><link name="l"><visual><geometry>'
         '<mesh filename="package://things/m.obj"/></geometry></visual></link></robot>'
@@ -351,5 +369,46 @@ def test_urdf_with_two_links_or_a_package_url_is_refused(tmp_path: Path) -> None
         import_asset(urdf, tmp_path / "c", ImportOptions("arm", "arm"))
     assert type(raised.value).__name__ == "AssetValidationError"
     assert str(raised.value) == (
-        f"{urdf}: visual[0]: mesh filename: URLs are not allowed ('package://things/m.obj')"
+        f"{urdf}: link 'l': visual[0]: mesh filename: URLs are not allowed "
+        "('package://things/m.obj')"
     )
+    assert not (tmp_path / "c").exists()
+
+
+def test_multi_link_urdf_merges_fixed_links_through_their_joint_origins(
+    tmp_path: Path,
+) -> None:
+    # A mug-like body (link "body", a 6 x 6 x 8 cm box) with a handle link (a 2 x 1 x 4 cm box)
+    # fixed 4 cm off +X and 4 cm up, through a chain of two fixed joints with a yaw of 90
+    # degrees on the first (the handle's own visual is turned back by its origin).
+    trimesh.creation.box((0.06, 0.06, 0.08)).export(tmp_path / "body.obj")
+    (tmp_path / "mug.urdf").write_text(
+        '<robot name="mug">'
+        '<link name="body"><visual><origin xyz="0 0 0.04"/><geometry>'
+        '<mesh filename="body.obj"/></geometry></visual>'
+        '<collision><origin xyz="0 0 0.04"/><geometry><box size="0.06 0.06 0.08"/></geometry>'
+        '</collision></link>'
+        '<link name="mount"/>'
+        '<link name="handle"><visual><geometry><box size="0.02 0.01 0.04"/></geometry>'
+        '</visual><collision><geometry><box size="0.02 0.01 0.04"/></geometry></collision>'
+        '</link>'
+        '<joint name="a" type="fixed"><parent link="body"/><child link="mount"/>'
+        '<origin xyz="0 0 0.04" rpy="0 0 1.5707963267948966"/></joint>'
+        '<joint name="b" type="fixed"><parent link="mount"/><child link="handle"/>'
+        '<origin xyz="0 -0.04 0" rpy="0 0 -1.5707963267948966"/></joint>'
+        "</robot>"
+    )
+    catalog = tmp_path / "catalog"
+    result = import_asset(
+        tmp_path / "mug.urdf", catalog, ImportOptions("mug", "mug", centring="footprint")
+    )
+    bounds = result.descriptor.bounds_m
+    assert bounds is not None  # body x in [-0.03, 0.03]; handle centre at x = 0.04 +- 0.01
+    assert np.allclose(bounds.lower, [-0.03, -0.03, 0.0], atol=1e-9)
+    assert np.allclose(bounds.upper, [0.05, 0.03, 0.08], atol=1e-9)
+    collision = trimesh.load(catalog / "mug" / "collision.obj", force="mesh", process=False)
+    assert np.allclose(collision.bounds, [bounds.lower, bounds.upper], atol=1e-9)
+    handle_corner = [0.05, 0.005, 0.06]  # the handle's top +X/+Y corner, in both meshes
+    for mesh in (collision, trimesh.load(catalog / "mug" / "mesh.obj", force="mesh")):
+        assert np.min(np.linalg.norm(mesh.vertices - handle_corner, axis=1)) < 1e-9
+    _assert_checks(catalog)

@@ -56,6 +56,12 @@ def test_unregistered_check_is_refused_before_anything_is_recorded(workdir: Path
         "this process; import the module that registers them (--plugin MODULE)\n"
     )
     assert not (workdir / "assetcast.db").exists() and not (workdir / "out").exists()
+    refused = _cli(
+        workdir, "prepare", "task.yaml", "--catalog", "item=cat", "--catalog", "bin=cat",
+        "--out", "out",
+    )
+    assert (refused.returncode, refused.stderr) == (2, done.stderr)
+    assert not (workdir / "assetcast.db").exists() and not (workdir / "out").exists()
 
 
 def test_plugin_check_judges_episodes(workdir: Path) -> None:
@@ -74,8 +80,8 @@ def test_plugin_check_judges_episodes(workdir: Path) -> None:
 
 def test_collect_of_a_prepared_run_refuses_without_the_plugin(workdir: Path) -> None:
     prepared = _cli(
-        workdir, "prepare", "task.yaml", "--catalog", "item=cat", "--catalog", "bin=cat",
-        "--out", "out", "--seed", "10",
+        workdir, "--plugin", "my_checks", "prepare", "task.yaml", "--catalog", "item=cat",
+        "--catalog", "bin=cat", "--out", "out", "--seed", "10",
     )
     assert prepared.returncode == 0, prepared.stderr
     run_id = prepared.stdout.split()[1].rstrip(":")

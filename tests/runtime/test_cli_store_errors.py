@@ -378,13 +378,13 @@ def test_a_corrupt_event_row_names_its_run_and_the_others_are_still_listed(
         "assetcast: warning: run r3: hash chain broken: seq 3 (Bogus) differs from what was "
         "recorded: its content no longer matches its hash\n"
     )
-    # `runs` answers from the runs table (issue 16: no payload is decoded), so it lists
-    # every run after the chain warnings; the reports that read the log name the broken ones.
-    assert main(["runs", "--db", url]) == 0
+    # `runs` answers from the runs table but decodes each run's events after its chain
+    # anchor (here: all of them, no snapshot yet), so a corrupt row leaves its run out
+    assert main(["runs", "--db", url]) == 1
     captured = capsys.readouterr()
-    assert captured.err == chain_r2 + chain_r3
+    assert captured.err == chain_r2 + chain_r3 + broken
     rows = captured.out.splitlines()[2:]
-    assert [row.split()[0] for row in rows] == ["r1", "r2", "r3"]
+    assert [row.split()[0] for row in rows] == ["r1"]
 
     assert main(["audit", "--db", url]) == 1
     captured = capsys.readouterr()

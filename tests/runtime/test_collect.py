@@ -365,3 +365,27 @@ def test_reset_submitted_follows_a_real_nominal_reset(
     assert calls == ["reset(seed)", "reset(None)"] * 4
     resets = [e for e in store.read(run_id) if e.type == "ResetSubmitted"]
     assert len(resets) == calls.count("reset(None)")
+
+
+def test_collect_refuses_an_altered_log_before_taking_the_lease(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    """The Python API checks the chain like the CLI and resume do: nothing is appended."""
+    from domain.chain import ChainBroken
+
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
+    version = store.state(run_id).version
+    rows = store._events[run_id]
+    row = list(rows[1])
+    assert row[2] == "PreparationStarted"
+    row[3] = row[3].replace('"pid":', '"pid": ')  # same payload, other bytes
+    rows[1] = tuple(row)
+    with pytest.raises(ChainBroken) as refused:
+        collect(run_id, store=store, progress=False)
+    assert str(refused.value) == (
+        f"run {run_id}: hash chain broken: seq 2 (PreparationStarted) differs from what was "
+        "recorded: its content no longer matches its hash; refusing to continue a run whose "
+        "log was altered (see `assetcast verify`)"
+    )
+    assert len(store._events[run_id]) == version
+    assert store.lease_info(run_id) is None

@@ -329,8 +329,16 @@ def test_catalog_arguments(catalog: Path, tmp_path: Path) -> None:
     ):
         with pytest.raises(AssetcastInputError, match=f"^--catalog '{argument}': {message}"):
             providers_from_catalog_args([argument])
-    with pytest.raises(AssetcastInputError, match="role 'item' given twice"):
-        providers_from_catalog_args([f"item={catalog}", f"item={catalog}"])
+    # A role may name several catalogs (merged); the same folder twice counts once.
+    same = providers_from_catalog_args([f"item={catalog}", f"item={catalog}/"])
+    assert same["item"].describe() == {"kind": "directory", "root": str(catalog)}
+    other = tmp_path / "other"
+    other.mkdir()
+    merged = providers_from_catalog_args([f"item={catalog}", f"item={other}", f"bin={catalog}"])
+    assert merged["item"].describe() == {
+        "kind": "directories", "roots": [str(catalog), str(other)]
+    }
+    assert merged["bin"].describe() == {"kind": "directory", "root": str(catalog)}
 
 
 # ------------------------------------------------------------------ failures and resume

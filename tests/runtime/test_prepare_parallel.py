@@ -100,3 +100,68 @@ def test_worker_count_honours_the_environment(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(WORKERS_ENV, "x")
     with pytest.raises(ValueError, match=f"\\${WORKERS_ENV}: not an integer: 'x'"):
         worker_count(3)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*"))
+            if f.is_file()}
+
+
+def test_one_worker_on_a_big_catalog_stages_in_process_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batched durability without a pool: the published cache is byte for byte the cache the
+    fsync-per-file path writes, and nothing staged is left behind."""
+    import runtime.preparation.parallel as parallel
+    from domain.assets import AssetQuery, PreparationContext
+    from runtime.preparation.parallel import materialize_outcome
+
+    catalog = tmp_path / "catalog"
+    write_demo_catalog(catalog)
+    provider = DirectoryAssetProvider(catalog)
+    candidates = list(provider.candidates(AssetQuery(None, {}, ()), 100))
+    plain = PreparationContext(str(tmp_path / "plain"))
+    expected = [materialize_outcome(provider, c, plain) for c in candidates]
+    monkeypatch.setenv(WORKERS_ENV, "1")
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 2)
+    monkeypatch.setattr(parallel, "SYNC_CHUNK", 5)
+    published: list[int] = []
+    real = parallel._publish_chunk
+    monkeypatch.setattr(parallel, "_publish_chunk",
+                        lambda chunk, context: published.append(len(chunk)) or real(chunk, context))
+    with MaterializerPool() as pool:
+        chunks = list(pool.materialize(provider, candidates, PreparationContext(
+            str(tmp_path / "staged"))))
+    outcomes = [o for chunk in chunks for o in chunk]
+    assert published and max(published) == 5 and sum(published) == len(candidates)
+    assert [o.content_sha256 for o in outcomes] == [o.content_sha256 for o in expected]
+    assert not [p for p in (tmp_path / "staged").iterdir() if p.name.startswith(".tmp-")]
+    for asset in expected:
+        sha = asset.content_sha256
+        assert _tree(tmp_path / "staged" / sha) == _tree(tmp_path / "plain" / sha)
+
+
+def test_while_a_worker_holds_the_next_job_this_process_takes_the_ones_nobody_started() -> None:
+    """Results stay in order whoever computes them; jobs no worker started are cancelled in
+    the pool and run here (so a pool still spawning its workers costs no idle time)."""
+    import threading
+    from concurrent.futures import Future
+
+    from runtime.preparation.parallel import _in_order
+
+    futures: list[Future] = [Future() for _ in range(6)]
+    futures[0].set_running_or_notify_cancel()  # a worker has job 0
+    futures[3].set_running_or_notify_cancel()  # and job 3
+    ran_here: list[int] = []
+
+    def run_here(index: int) -> tuple[str, list[str]]:
+        ran_here.append(index)
+        if index == 5:  # the worker finishes its jobs while this process works
+            threading.Timer(0.05, futures[0].set_result, [("worker 0", [])]).start()
+            threading.Timer(0.05, futures[3].set_result, [("worker 3", [])]).start()
+        return f"here {index}", []
+
+    results = [outcome for outcome, _staged in _in_order(futures, run_here)]
+    assert results == ["worker 0", "here 1", "here 2", "worker 3", "here 4", "here 5"]
+    assert sorted(ran_here) == [1, 2, 4, 5]
+    assert all(futures[i].cancelled() for i in (1, 2, 4, 5))

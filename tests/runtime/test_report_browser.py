@@ -4,6 +4,7 @@ the log's, nothing is fetched from the network, and the screenshot is kept as an
 
 from __future__ import annotations
 
+import base64
 import re
 import shutil
 from html.parser import HTMLParser
@@ -14,8 +15,14 @@ import pytest
 from runtime.cli import main
 from runtime.demo import demo_task_text
 from runtime.report import write_report
+from runtime.report.html import render_page
+from runtime.report.plots import PLOTS
+from runtime.sim.cameras.contact_sheet import contact_sheet, png_bytes
+from runtime.sim.cameras.reader import read_episode_frames
+from runtime.sim.cameras.report_frames import MAX_EPISODES, episode_sheets, sample
 from store.event_store import EventStore
 from store.projections.collection_report import collection_report
+from store.projections.run_report import run_report
 from tests.cli_logging import reset_cli_logging  # noqa: F401 (autouse)
 from tests.runtime.chromium import find_chromium, page_requests, run_chromium
 
@@ -184,12 +191,66 @@ def test_report_in_headless_chromium_shows_the_logs_numbers_and_fetches_nothing(
     thumbs = [i for i in cells.images if i.get("class") == "thumb"]
     assert len(thumbs) == 2 * 3, cells.unavailable
     assert result.thumbnails_rendered == len(log["per_asset"])
+    # Episode frames: one contact sheet per committed episode, read back from its videos.
+    committed = _committed_with_cameras(store, run_id)
+    frames = [i for i in cells.images if i.get("class") == "frame"]
+    assert len(frames) == len(committed) == log["accepted"], cells.unavailable
+    assert int(cells.by_id["frames-shown"]) == int(cells.by_id["frames-committed"]) == len(
+        committed)
+    out_dir = Path(next(e.payload["output_dir"] for e in store.read(run_id)
+                        if e.type == "RunCreated"))
+    for image, (key, receipt) in zip(frames, sorted(committed.items()), strict=True):
+        assert image["alt"] == f"batch {key[0]} episode {key[1]}"
+        shown = base64.b64decode(image["src"].removeprefix("data:image/png;base64,"))
+        expected = read_episode_frames(out_dir, receipt, modalities=("rgb",))
+        assert shown == png_bytes(contact_sheet(expected, columns=4))
     stages = {a["data-stage"] for a, _ in cells.fields if a["data-field"] == "rejections"}
     assert stages == log["rejected_stages"] != set()
     assert {p.name for p in result.png_paths} == {
         "accepted_per_batch.png", "accepted_per_asset.png", "rejections_by_stage.png",
         "episode_durations.png", "sessions_timeline.png",
     }
+
+
+def _committed_with_cameras(store: EventStore, run_id: str) -> dict[tuple[int, int], dict]:
+    return {
+        (e.payload["batch_index"], e.payload["episode_index"]): e.payload
+        for e in store.read(run_id) if e.type == "TrajectoryCommitted" and e.payload["files"]
+    }
+
+
+def test_an_altered_video_shows_its_reason_instead_of_frames(
+    reported: dict, tmp_path: Path
+) -> None:
+    """The sheets come from the verified files: a flipped byte in a committed video is named
+    on the page, and the other episodes still show their frames."""
+    store, run_id = reported["store"], reported["run_id"]
+    committed = _committed_with_cameras(store, run_id)
+    events = list(store.read(run_id))
+    out_dir = Path(next(e.payload["output_dir"] for e in events if e.type == "RunCreated"))
+    copy = tmp_path / "out"
+    shutil.copytree(out_dir / "recordings", copy / "recordings")
+    key, receipt = sorted(committed.items())[0]
+    video = next(f for f in receipt["files"] if f["modality"] == "rgb")
+    target = copy / video["path"]
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    sheets = episode_sheets(events, copy)
+    assert sheets[key] == f"camera file {target}: differs from its commit receipt"
+    assert all(isinstance(sheets[k], bytes) for k in committed if k != key)
+    page = render_page(run_report(events), store.verify_chain(run_id), {
+        name: b"\x89PNG" for name in PLOTS
+    }, {}, sheets)
+    assert f'<p class="unavailable">camera file {target}: differs from its commit receipt' in page
+
+
+def test_the_frame_sample_is_bounded_and_spread() -> None:
+    keys = [(b, e) for b in range(10) for e in range(5)]
+    picked = sample(keys)
+    assert len(picked) == MAX_EPISODES and picked[0] == (0, 0) and picked[-1] == (9, 4)
+    assert picked == sorted(set(picked))
+    assert sample(keys[:3]) == keys[:3]
 
 
 def test_the_net_log_check_does_see_a_page_request(tmp_path: Path) -> None:

@@ -84,9 +84,15 @@ def test_replaced_manifest_is_reported(pristine: tuple[list, Path]) -> None:
 
 def test_changed_cache_snapshot_file_is_named(pristine: tuple[list, Path]) -> None:
     events, out = pristine
-    sha = next(e.payload["content_sha256"] for e in events if e.type == "CandidatePrepared")
-    folder = out / "cache" / sha
-    mesh = sorted(p for p in folder.iterdir() if p.suffix == ".obj")[0]
+    # The first prepared snapshot whose mesh is an OBJ (listing order is the seed's sample).
+    sha, mesh = next(
+        (e.payload["content_sha256"], objs[0])
+        for e in events if e.type == "CandidatePrepared"
+        if (objs := sorted(
+            p for p in (out / "cache" / e.payload["content_sha256"]).iterdir()
+            if p.suffix == ".obj"
+        ))
+    )
     mesh.write_bytes(mesh.read_bytes() + b"\n")
     problems = verify_events("r", events).problems
     assert problems == [

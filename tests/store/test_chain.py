@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
-from domain.chain import GENESIS, event_bytes, time_text
+from domain.chain import GENESIS, ChainBroken, event_bytes, time_text
 from store import EventStore, InMemoryEventStore
 from store.admin import alembic_config, current, head_revision
 from tests.store.eventgen import episode
@@ -216,3 +216,117 @@ def test_migration_0002_backfills_an_existing_log_in_order(backend_url: str) -> 
         raw_sql(url, "UPDATE events SET seq = seq WHERE seq = 1")
     with pytest.raises(sa.exc.IntegrityError, match="DELETE refused"):
         raw_sql(url, "DELETE FROM events WHERE seq = 1")
+
+
+# ------------------------------------------------------------ the cheap, anchored check
+
+
+def _anchored_run(url: str, episodes: int = 5) -> tuple[int, int]:
+    """A run written with a snapshot every 10 events: (version, anchor seq)."""
+    with EventStore(url, snapshot_every=10) as store:
+        version = _run_with_episodes(store, episodes=episodes)
+        anchor = store.chain_anchor("r")
+    assert anchor is not None and 10 <= anchor.seq < version
+    return version, anchor.seq
+
+
+def test_cheap_check_walks_only_the_events_after_the_verified_anchor(backend_url) -> None:
+    version, anchor = _anchored_run(backend_url)
+    with EventStore(backend_url) as store:
+        report = store.check_chain("r")
+        full = store.verify_chain("r")
+        assert report.ok and full.ok and report.head == full.head == store.head_hash("r")
+        assert (report.anchor_seq, report.events, full.anchor_seq) == (anchor, version, 0)
+        walked = []
+        real = store._chain_rows
+        store._chain_rows = lambda run_id, after_seq=0: walked.append(after_seq) or real(
+            run_id, after_seq
+        )
+        store.check_chain("r")
+        assert walked == [anchor]
+
+
+def _respace(url: str, seq: int, undo: bool = False) -> None:
+    """Alter one stored payload's bytes so that it still decodes (a space after each ':')."""
+    old, new = (": ", ":") if undo else (":", ": ")
+    raw_sql(url, "UPDATE events SET payload = REPLACE(payload, :o, :n) "
+            f"WHERE run_id = 'r' AND seq = {seq}", o=old, n=new)
+
+
+def test_cheap_check_finds_tampering_after_the_anchor_and_verify_before_it(
+    backend_url,
+) -> None:
+    version, anchor = _anchored_run(backend_url)
+    _drop_triggers(backend_url)
+    after, before = anchor + 2, 3
+    _respace(backend_url, after)
+    _respace(backend_url, before)
+    with EventStore(backend_url) as store:
+        tail = store.check_chain("r")
+        assert tail.problem_seq == after and "differs from what was recorded" in tail.problem
+        with pytest.raises(ChainBroken, match=f"seq {after} "):
+            store.require_intact_chain("r")
+        assert store.verify_chain("r").problem_seq == before
+    # With the edit after the anchor undone, what the cheap check guarantees is kept (the
+    # tail and the anchor event are intact) and only the full walk names seq 3.
+    _respace(backend_url, after, undo=True)
+    with EventStore(backend_url) as store:
+        assert store.check_chain("r").ok
+        full = store.verify_chain("r")
+        assert full.problem_seq == before and "differs from what was recorded" in full.problem
+
+
+def test_a_prefix_rewritten_with_its_hashes_recomputed_voids_the_anchor(backend_url) -> None:
+    """Rehashing everything up to the anchor changes the anchor event's hash: the anchor is
+    then ignored and the cheap check is the full walk, which names the first break."""
+    version, anchor = _anchored_run(backend_url)
+    _drop_triggers(backend_url)
+    with EventStore(backend_url) as store:
+        events = store.read("r")
+    rows = raw_sql(backend_url, "SELECT seq, type, schema_version, payload FROM events "
+                   "WHERE run_id = 'r' ORDER BY seq")
+    prev = GENESIS
+    for (seq, event_type, schema_version, payload), event in zip(rows, events, strict=True):
+        if seq > anchor:
+            break
+        if seq == 2:
+            payload = payload.replace('"pid":1', '"pid":7')
+        digest = hashlib.sha256(event_bytes(
+            "r", seq, event_type, schema_version, payload, time_text(event.recorded_at), prev
+        )).hexdigest()
+        raw_sql(backend_url, "UPDATE events SET payload = :p, prev_hash = :v, hash = :h "
+                f"WHERE run_id = 'r' AND seq = {seq}", p=payload, v=prev, h=digest)
+        prev = digest
+    with EventStore(backend_url) as store:
+        assert store.chain_anchor("r") is None
+        report = store.check_chain("r")
+        assert report.anchor_seq == 0
+        assert report.problem == (
+            f"seq {anchor} ({events[anchor - 1].type}) was rewritten: seq {anchor + 1} chains "
+            "to a different hash"
+        )
+
+
+def test_a_forged_anchor_row_is_not_trusted(backend_url) -> None:
+    version, anchor = _anchored_run(backend_url)
+    raw_sql(backend_url, "UPDATE snapshots SET body = REPLACE(body, :a, :b) "
+            "WHERE run_id = 'r' AND kind = 'chain'", a=f'"seq":{anchor}', b=f'"seq":{version}')
+    with EventStore(backend_url) as store:
+        assert store.chain_anchor("r") is None
+        assert store.check_chain("r").anchor_seq == 0
+
+
+def test_rebuild_snapshots_writes_an_anchor_only_over_an_intact_chain(backend_url) -> None:
+    with EventStore(backend_url) as store:
+        version = _run_with_episodes(store)
+        assert store.chain_anchor("r") is None  # below the default interval
+        store.rebuild_snapshots(["r"])
+        assert store.chain_anchor("r").seq == version
+    _drop_triggers(backend_url)
+    _respace(backend_url, 4)
+    with EventStore(backend_url) as store:
+        # the anchor event itself is intact, so the cheap check trusts it (documented) ...
+        assert store.check_chain("r").ok and store.chain_anchor("r").seq == version
+        store.rebuild_snapshots(["r"])  # ... until a full walk finds the break: no anchor
+        assert store.chain_anchor("r") is None
+        assert store.check_chain("r").problem_seq == 4

@@ -1,8 +1,10 @@
 """``catalog import``: one source mesh in, one normalized asset package out.
 
 One interface (:func:`import_asset`), one module per step: ``loading`` (orientation,
-scale, welding, origin), ``regions`` (container and support estimates), ``source_files``
-(the MTL/texture files an OBJ refers to) and ``writing`` (deterministic package bytes).
+scale, welding, origin), ``urdf`` (links merged through fixed joints, stated physics),
+``visual`` (UVs, normals, materials, colours), ``regions`` (container and support
+estimates), ``physics`` (flags over stated mass and friction), ``source_files`` (the
+MTL/texture files an OBJ refers to) and ``writing`` (deterministic package bytes).
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import structlog
 
 from domain.assets import AssetDescriptor, Bounds3D, JsonScalar
 from domain.canonical import sha256_hex
@@ -23,6 +28,7 @@ from runtime.assets.importing.loading import (
     load_oriented,
     orient,
 )
+from runtime.assets.importing.physics import flag_physics_of, merged_physics
 from runtime.assets.importing.regions import (
     estimate_container,
     estimate_pouring,
@@ -30,13 +36,24 @@ from runtime.assets.importing.regions import (
 )
 from runtime.assets.importing.source_files import CarriedFiles, carry_obj_references
 from runtime.assets.importing.urdf import load_urdf
+from runtime.assets.importing.visual import (
+    MTL_NAME,
+    VisualMesh,
+    load_visual,
+    transformed,
+    visual_obj_bytes,
+)
 from runtime.assets.importing.writing import mesh_file, package_files, write_package
 from runtime.assets.package import MAX_PACKAGE_BYTES
 from runtime.inputs.reading import read_inside
 
 __all__ = ["ImportOptions", "ImportResult", "import_asset"]
 
+log = structlog.get_logger(__name__)
+
 IMPORTER = "assetcast catalog import 1"
+#: How far the textured parts' box may lie from the welded mesh's (float noise of welding).
+VISUAL_BOUNDS_TOLERANCE_M = 1e-7
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -54,6 +71,9 @@ class ImportOptions:
     pouring: bool = False
     drop_missing_references: bool = False
     limits: MeshLimits = field(default_factory=MeshLimits)
+    mass_kg: float | None = None
+    density_kg_m3: float | None = None
+    friction: tuple[float, ...] | None = None  # sliding[, torsional[, rolling]]
 
 
 @dataclass(frozen=True)
@@ -94,6 +114,32 @@ def _provenance(
     return provenance
 
 
+def _visual(
+    source: Path, oriented: OrientedMesh, carried: CarriedFiles, options: ImportOptions
+) -> VisualMesh | None:
+    """The source's textured parts in the package frame, or None (geometry only): none to
+    keep, a URDF, or parts whose bounds are not the welded mesh's (vertices only degenerate
+    faces used), which would break the normalized frame."""
+    if oriented.source_format == "urdf":
+        return None
+    found = load_visual(
+        source, oriented.source_format, limits=options.limits,
+        carried_files=carried.files, mtllibs=carried.mtllibs,
+    )
+    if found is None:
+        return None
+    placed = transformed(found, oriented.transform)
+    vertices = placed.vertices
+    deviation = max(
+        float(np.max(np.abs(vertices.min(axis=0) - oriented.mesh.bounds[0]))),
+        float(np.max(np.abs(vertices.max(axis=0) - oriented.mesh.bounds[1]))),
+    )
+    if deviation > VISUAL_BOUNDS_TOLERANCE_M:
+        log.info("import.visual_dropped", source=str(source), deviation_m=deviation)
+        return None
+    return placed
+
+
 def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportResult:
     """Import ``source`` as ``catalog/<asset_id>``; bad input is AssetValidationError."""
     if not SAFE_ID.fullmatch(options.asset_id):
@@ -101,6 +147,7 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
             f"--id: {options.asset_id!r} must be letters, digits, '.', '_' or '-' "
             "(it names the package folder)"
         )
+    flag_physics = flag_physics_of(options.mass_kg, options.density_kg_m3, options.friction)
     source = source.absolute()
     if not source.is_file():
         raise AssetValidationError(f"{source}: source mesh does not exist")
@@ -108,23 +155,41 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         read_inside(source.parent, source.name, limit=MAX_PACKAGE_BYTES, error=AssetValidationError)
     )
     if source.suffix.lower() == ".urdf":
-        visual, collision = load_urdf(source, options.limits)
+        urdf = load_urdf(source, options.limits)
+        stated_physics, stated_source = urdf.physics, urdf.physics_source
         oriented = orient(
-            visual, collision, label=str(source), source_format="urdf",
+            urdf.visual, urdf.collision, label=str(source), source_format="urdf",
             up=options.up or "z", up_source="--up" if options.up else "URDF convention (z up)",
             scale=options.scale, centring=options.centring,
         )
     else:
+        stated_physics, stated_source = {}, {}
         oriented = load_oriented(
             source, up=options.up, scale=options.scale, centring=options.centring,
             limits=options.limits,
         )
+    physics, physics_source = merged_physics(
+        flag_physics, stated_physics, stated_source, str(source)
+    )
     carried = (
         carry_obj_references(source, drop_missing=options.drop_missing_references)
         if oriented.source_format == "obj" else CarriedFiles()
     )
-    mesh_data = mesh_file(oriented.mesh, mtllibs=carried.mtllibs, material=carried.material)
+    visual = _visual(source, oriented, carried, options)
     provenance = _provenance(source, digest, oriented, carried)
+    if visual is not None:
+        mesh_data = visual_obj_bytes(visual)
+        provenance["visual"] = (
+            "the source's UVs, normals and materials per part; collision.obj is the welded mesh"
+        )
+        if oriented.source_format in ("glb", "gltf"):
+            provenance["materials"] = (
+                f"base colour and texture converted to {MTL_NAME} and PNG files"
+            )
+        elif oriented.source_format == "ply":
+            provenance["materials"] = "vertex colours kept (v x y z r g b)"
+    else:
+        mesh_data = mesh_file(oriented.mesh, mtllibs=carried.mtllibs, material=carried.material)
     estimated: dict[str, Any] = {}
     container = support = None
     if options.container:
@@ -138,23 +203,29 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         estimated["pouring"] = {"estimated": True, "method": "inner rim radius by ray casts"}
     if estimated:
         provenance["estimated"] = estimated
+    if physics_source:
+        provenance["physics_from"] = physics_source
     descriptor = AssetDescriptor(
         asset_id=options.asset_id,
         category=options.category,
         attributes=dict(options.attributes),
         capabilities=tuple(options.capabilities),
-        bounds_m=_bounds(oriented.mesh.vertices),
+        bounds_m=_bounds(visual.vertices if visual is not None else oriented.mesh.vertices),
         container_region=container,
         support_region=support,
         provenance=provenance,
         normalized=True,
+        physics=physics,
     )
     folder = catalog.absolute() / options.asset_id
+    collision = oriented.collision
+    if collision is None and visual is not None:
+        collision = oriented.mesh  # the visual keeps its seams; collision needs the weld
     collision_data = (
-        None if oriented.collision is None
-        else mesh_file(oriented.collision, mtllibs=[], material=None)
+        None if collision is None else mesh_file(collision, mtllibs=[], material=None)
     )
-    files = package_files(descriptor, mesh_data, carried.files, collision=collision_data)
+    extra = {**carried.files, **(visual.files if visual is not None else {})}
+    files = package_files(descriptor, mesh_data, extra, collision=collision_data)
     written = write_package(folder, files)
     return ImportResult(
         folder, descriptor, written, len(oriented.mesh.faces), len(oriented.mesh.vertices)

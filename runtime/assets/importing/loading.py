@@ -43,6 +43,7 @@ class OrientedMesh:
     vertices_loaded: int
     vertices_welded: int
     footprint_centre: tuple[float, float]
+    transform: np.ndarray  # 4x4: source frame -> package frame (the visual parts follow it)
 
 
 def up_axis_for(path: Path, requested: UpAxis | None) -> tuple[UpAxis, str]:
@@ -148,6 +149,10 @@ def orient(
     shift = [-cx, -cy, -float(mesh.bounds[0][2])]
     for each in meshes:
         each.apply_translation(shift)
+    transform = np.diag([scale, scale, scale, 1.0])
+    if up == "y":
+        transform = transform @ trimesh.transformations.rotation_matrix(np.pi / 2, [1.0, 0, 0])
+    transform[:3, 3] = shift
     return OrientedMesh(
         mesh=mesh,
         collision=meshes[1] if collision is not None else None,
@@ -159,4 +164,5 @@ def orient(
         vertices_loaded=vertices_loaded,
         vertices_welded=len(mesh.vertices),
         footprint_centre=(foot[0] - cx, foot[1] - cy),
+        transform=transform,
     )

@@ -1,10 +1,11 @@
 """The files a source OBJ refers to (its MTL libraries and their texture maps), carried
 into the package at the same relative paths, or dropped on request when missing.
 
-Only OBJ keeps its references: the package mesh is rewritten from the transformed
-vertices, and a glTF/GLB/PLY source's images and buffers are not carried (its geometry
-is). A missing file is refused with the referring line, exactly as ``catalog check``
-would refuse the package; ``--drop-missing-references`` removes that line instead and
+Only OBJ keeps its references as files: the package mesh is rewritten from the transformed
+vertices (with the source's UVs and materials, ``visual``); a glTF/GLB's base colour and
+texture are converted by ``visual`` instead, and a PLY's references are not carried. A
+missing file is refused with the referring line, exactly as ``catalog check`` would refuse
+the package; ``--drop-missing-references`` removes that line instead and
 says so in ``provenance.dropped_references``.
 """
 

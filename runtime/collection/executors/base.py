@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from domain.task import CheckSpec
 from runtime.collection.environment import EnvironmentFactory
@@ -47,7 +48,10 @@ class WorkSettings:
 @dataclass(frozen=True)
 class BatchWork:
     """One batch to run: its deployment (checked against ``manifest_sha256`` before use),
-    its seed and the episodes still to do (possibly none: the batch is only re-opened)."""
+    its seed and the episodes still to do (possibly none: the batch is only re-opened).
+
+    ``package`` (a :class:`runtime.collection.deployment_transfer.DeploymentPackage`) carries
+    the deployment by content to a worker that cannot read ``deployment_path``."""
 
     batch_index: int
     asset_set_id: str
@@ -55,6 +59,7 @@ class BatchWork:
     deployment_path: Path
     manifest_sha256: str
     episodes: tuple[int, ...]
+    package: Any = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,11 @@ class Executor(ABC):
     def close(self) -> None:
         """Close every worker's environment once; the first close error is raised (the
         others become notes on it)."""
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Release whatever the executor holds besides environments (processes, a cluster
+        connection); idempotent, called once the session is over, whatever happened."""
 
     @property
     @abstractmethod

@@ -40,6 +40,9 @@ class LocalExecutor(Executor):
     def close(self) -> None:
         self.worker.close()
 
+    def shutdown(self) -> None:
+        """Nothing beyond the environment lives here."""
+
     @property
     def built(self) -> bool:
         return self.worker.env is not None

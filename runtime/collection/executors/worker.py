@@ -8,6 +8,7 @@ It holds no lease and writes nothing: what it returns is bytes and facts.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from runtime.collection.episode import EpisodeContext, EpisodeRun, run_episode
@@ -15,24 +16,25 @@ from runtime.collection.executors.base import BatchOpened, BatchWork, Where, Wor
 
 
 class BatchWorker:
-    def __init__(self, settings: WorkSettings, name: str = "local") -> None:
+    def __init__(
+        self, settings: WorkSettings, name: str = "local", cache_root: Path | None = None
+    ) -> None:
         self.settings = settings
         self.name = name
+        self.cache_root = cache_root  # where deployments received by content are materialized
         self.env: Any = None
         self.cameras: Any = None  # runtime.sim.cameras.CameraRig, built with the first batch
         self.where: Where | None = None
         self._batches: dict[int, tuple[EpisodeContext, Any, Any]] = {}
 
     def open(self, work: BatchWork) -> BatchOpened:
-        """Validate the batch's deployment and make the environment hold its assets."""
-        from runtime.deployment import validate_deployment
+        """Verify the batch's deployment (every digest, before anything is built) and make
+        the environment hold its assets."""
         from runtime.taskfile import load_task
 
         b = work.batch_index
         self.where = Where("validate_deployment", b, None)
-        deployment = validate_deployment(
-            work.deployment_path, expected_manifest_sha256=work.manifest_sha256
-        )
+        deployment = self.deployment(work)
         task = load_task(deployment.task_path)
         built = self.env is None
         if built:
@@ -79,6 +81,21 @@ class BatchWorker:
             roles_replaced=roles_replaced,
             entities_kept=entities_kept,
         )
+
+    def deployment(self, work: BatchWork) -> Any:
+        """The deployment in place (this process can read the driver's folder) or, when it
+        came by content, materialized into this worker's own cache."""
+        from runtime.deployment import validate_deployment
+
+        if work.package is None:
+            return validate_deployment(
+                work.deployment_path, expected_manifest_sha256=work.manifest_sha256
+            )
+        from runtime.collection.deployment_transfer import materialize_package
+
+        if self.cache_root is None:
+            raise RuntimeError("a worker given deployments by content needs a cache_root")
+        return materialize_package(work.package, self.cache_root)
 
     def episode(self, batch_index: int, episode_index: int) -> EpisodeRun:
         """Run one episode of the batch last opened."""

@@ -9,7 +9,7 @@ each modality plus the metadata file's content. Every file is checked against it
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,8 +58,14 @@ def _read_checked(output_dir: Path, entry: Mapping[str, Any]) -> bytes:
     return data
 
 
-def read_episode_frames(output_dir: Path | str, receipt: Mapping[str, Any]) -> EpisodeFrames:
-    """All camera frames of one committed episode (empty when it has no camera files)."""
+def read_episode_frames(
+    output_dir: Path | str,
+    receipt: Mapping[str, Any],
+    *,
+    modalities: Collection[str] | None = None,
+) -> EpisodeFrames:
+    """All camera frames of one committed episode (empty when it has no camera files);
+    with ``modalities``, only those files are read (each still checked first)."""
     entries = list(receipt.get("files") or ())
     if not entries:
         return EpisodeFrames({}, {}, {})
@@ -69,7 +75,7 @@ def read_episode_frames(output_dir: Path | str, receipt: Mapping[str, Any]) -> E
     decoded: dict[str, dict[str, np.ndarray]] = {}
     for entry in entries:
         camera, modality = entry["camera"], entry["modality"]
-        if modality == METADATA_MODALITY:
+        if modality == METADATA_MODALITY or (modalities is not None and modality not in modalities):
             continue
         data = _read_checked(output_dir, entry)
         if modality == "rgb":

@@ -113,6 +113,29 @@ class _Renderer(mujoco.Renderer):
             metres = None if metres is None else np.flipud(metres)
         return color, metres  # type: ignore[return-value]
 
+    def render_segmentation(self, segment_labels: np.ndarray) -> np.ndarray:
+        """One id-colour pass: each pixel's label (``segment_labels[segid + 1]``).
+
+        The same pass as ``mujoco.Renderer``'s segmentation mode (flags ``mjRND_SEGMENT`` and
+        ``mjRND_IDCOLOR``, colour ``segid + 1`` in 24 bits), with the id -> label table
+        built while culling instead of by a second walk over the scene's geoms."""
+        flags = self._scene.flags
+        saved = flags.copy()
+        flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 1
+        flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 1
+        colour = np.empty((self._height, self._width, 3), dtype=np.uint8)
+        try:
+            if self._gl_context:
+                self._gl_context.make_current()
+            mujoco.mjr_render(self._rect, self._scene, self._mjr_context)
+            mujoco.mjr_readPixels(colour, None, self._rect, self._mjr_context)
+        finally:
+            np.copyto(flags, saved)
+        ids = colour.astype(np.int32)
+        segment = ids[..., 0] | (ids[..., 1] << 8) | (ids[..., 2] << 16)
+        labels = segment_labels[np.minimum(segment, len(segment_labels) - 1)]
+        return np.ascontiguousarray(np.flipud(labels)) if self._gl_context else labels
+
 
 class CameraRenderer:
     """Every camera of a task, rendered on one compiled model (one renderer per image size).
@@ -130,12 +153,13 @@ class CameraRenderer:
         *,
         backend: str | None = None,
     ) -> None:
-        ensure_backend(backend)
+        ensure_backend(backend, max_pixels=max(c.width * c.height for c in cameras))
         prepare_model(model, cameras)
         self.model = model
         self.cameras = tuple(cameras)
         self.labels = labels
         self._mount_bodies = dict(mount_bodies)
+        self.culling = True  # off only to measure what culling saves (bench_cameras)
         self._local = {
             c.name: (np.asarray(c.pose.position_m, dtype=np.float64),
                      _quat_matrix(c.pose.orientation()))
@@ -177,9 +201,10 @@ class CameraRenderer:
         body_rotation = data.xmat[body].reshape(3, 3)
         return data.xpos[body] + body_rotation @ position, body_rotation @ rotation
 
-    def _place(self, renderer: _Renderer, camera: CameraSpec, data: mujoco.MjData) -> tuple[
-        np.ndarray, np.ndarray
-    ]:
+    def _place(
+        self, renderer: _Renderer, camera: CameraSpec, data: mujoco.MjData
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Update the scene for ``camera``; its pose and the segmentation id -> label table."""
         position, rotation = self.pose(camera, data)
         self.model.vis.global_.fovy = camera.fovy_deg
         renderer.update_scene(data, camera=self._free, scene_option=self._option)
@@ -197,8 +222,8 @@ class CameraRenderer:
             gl.frustum_top = half
         _add_light(scene, _KEY_LIGHT_DIR, 0.55)
         _add_light(scene, _FILL_LIGHT_DIR, 0.2)
-        self._cull(scene, position, rotation, camera, near)
-        return position, rotation
+        segment_labels = self._cull(scene, position, rotation, camera, near)
+        return position, rotation, segment_labels
 
     def _cull(
         self,
@@ -207,22 +232,32 @@ class CameraRenderer:
         rotation: np.ndarray,
         camera: CameraSpec,
         near: float,
-    ) -> None:
-        """Drop the model geoms whose bounding sphere lies wholly outside the view frustum.
+    ) -> np.ndarray:
+        """Drop the model geoms whose bounding sphere lies wholly outside the view frustum;
+        return the label of each segmentation id (index ``segid + 1``; 0 is background).
 
-        On CPU rasterizers the cost of a pass is the triangles sent, not the pixels: the
-        Panda's visual meshes are ~134k triangles, most of them outside a wrist camera's
-        view. A geom wholly outside the frustum yields no fragment in any pass (no shadows,
-        no reflections), so marking it ``mjGEOM_NONE`` (which ``mjr_render`` draws as
-        nothing) leaves every image byte-identical and only saves work."""
+        On CPU rasterizers the cost of a pass is the triangles sent, not the pixels: most
+        of the arm is outside a wrist camera's view. A geom wholly outside the frustum
+        yields no fragment in any pass (no shadows, no reflections), so marking it
+        ``mjGEOM_NONE`` (which ``mjr_render`` draws as nothing) leaves every image
+        byte-identical and only saves work. The scene's geoms are read once here, for the
+        culling and the label table together (per-geom access is the slow part in Python)."""
         count = scene.ngeom
+        # One more entry than ids: any colour past the last id reads as background.
+        segment_labels = np.zeros(count + 2, dtype=self._geom_label.dtype)
         if count == 0:
-            return
-        centres = np.array([scene.geoms[i].pos for i in range(count)], dtype=np.float64)
-        objects = [(scene.geoms[i].objtype, scene.geoms[i].objid) for i in range(count)]
+            return segment_labels
+        centres = np.empty((count, 3), dtype=np.float64)
         radii = np.full(count, -1.0)
-        for i, (objtype, objid) in enumerate(objects):
-            if objtype == _OBJ_GEOM and 0 <= objid < self.model.ngeom:
+        geoms = scene.geoms
+        for i in range(count):
+            geom = geoms[i]
+            centres[i] = geom.pos
+            objid = geom.objid
+            if geom.objtype == _OBJ_GEOM and 0 <= objid < self.model.ngeom:
+                segid = geom.segid
+                if 0 <= segid < count:
+                    segment_labels[segid + 1] = self._geom_label[objid]
                 radius = float(self.model.geom_rbound[objid])
                 if radius > 0.0:  # planes (and anything unbounded) report 0: always kept
                     radii[i] = radius * _CULL_MARGIN + 1e-6
@@ -237,13 +272,15 @@ class CameraRenderer:
             | (np.abs(y) * math.cos(half_v) - z * math.sin(half_v) > radii)
             | (np.abs(x) * math.cos(half_h) - z * math.sin(half_h) > radii)
         ) & (radii > 0)
-        for i in np.flatnonzero(outside):
-            scene.geoms[int(i)].type = _GEOM_NONE
+        if self.culling:
+            for i in np.flatnonzero(outside):
+                geoms[int(i)].type = _GEOM_NONE
+        return segment_labels
 
     def render(self, data: mujoco.MjData, camera: CameraSpec) -> CameraFrame:
         """All modalities of ``camera`` for the current ``data`` (after mj_step/forward)."""
         renderer = self._renderers[(camera.height, camera.width)]
-        position, rotation = self._place(renderer, camera, data)
+        position, rotation, segment_labels = self._place(renderer, camera, data)
         images: dict[str, np.ndarray] = {}
         want_rgb, want_depth = "rgb" in camera.modalities, "depth" in camera.modalities
         if want_rgb or want_depth:
@@ -253,11 +290,7 @@ class CameraRenderer:
             if want_depth:
                 images["depth"] = depth_to_mm(depth, far_m=renderer.scene.camera[0].frustum_far)
         if "segmentation" in camera.modalities:
-            renderer.enable_segmentation_rendering()
-            ids = renderer.render()
-            renderer.disable_segmentation_rendering()
-            geom = np.where(ids[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM), ids[..., 0], -1)
-            images["segmentation"] = self._geom_label[geom]
+            images["segmentation"] = renderer.render_segmentation(segment_labels)
         return CameraFrame(images, position, _matrix_quat(rotation))
 
     def close(self) -> None:

@@ -59,6 +59,8 @@ def intrinsics(width: int, height: int, fovy_deg: float) -> dict[str, float]:
 
 
 def _encode(recording: CameraRecording, modality: str, names: tuple[str, ...]) -> bytes:
+    if modality in recording.encoded:  # encoded while the episode ran
+        return recording.encoded[modality]
     camera = recording.camera
     frames = recording.stacked(modality)
     if modality == "rgb":

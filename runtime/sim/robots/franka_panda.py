@@ -26,6 +26,7 @@ import numpy as np
 
 from domain.task import RobotSpec
 from runtime.sim.errors import SceneBuildError
+from runtime.sim.robots import panda_visual
 from runtime.sim.robots.base import (
     Column,
     Robot,
@@ -82,9 +83,29 @@ def _description_xml() -> str:
     )
 
 
-def _robot_spec() -> mujoco.MjSpec:
+VISUAL_SETS = ("decimated", "original")
+
+
+def _use_visuals(spec: mujoco.MjSpec, visuals: str) -> None:
+    """Point the visual meshes at the decimated set (``runtime/sim/robots/panda_visual``).
+
+    ``original`` keeps the wheel's full meshes (for side-by-side comparisons only); both sets
+    are render-only geoms of zero mass, so physics is the same with either."""
+    if visuals == "original":
+        return
+    if visuals not in VISUAL_SETS:
+        raise ValueError(f"unknown Panda visual set {visuals!r}")
+    files = panda_visual.verified_files()
+    for mesh in spec.meshes:
+        name = mesh.name.removesuffix("_viz")
+        if mesh.name.endswith("_viz") and name in files:
+            mesh.file = str(files[name])
+
+
+def _robot_spec(visuals: str = "decimated") -> mujoco.MjSpec:
     """The Panda alone, renamed, with gravity compensation, a hand body and a TCP site."""
     spec = mujoco.MjSpec.from_string(_description_xml())
+    _use_visuals(spec, visuals)
     for index, joint in enumerate(spec.joints):
         joint.name = (ARM_JOINTS + FINGER_JOINTS)[index]
         joint.actgravcomp = True
@@ -154,6 +175,7 @@ class FrankaPanda(Robot):
     tilting_body = PREFIX + "link7"  # the flange link turns with the hand
     finger_length_m = FINGER_LENGTH_M
     solve_stride = 8
+    visual_set: ClassVar[str] = "decimated"  # "original": the wheel's full visual meshes
 
     def __init__(
         self, base_xy: tuple[float, float], base_yaw_deg: float, max_opening_m: float
@@ -180,7 +202,7 @@ class FrankaPanda(Robot):
             pos=self.base_position.tolist(),
             quat=[math.cos(self.base_yaw / 2), 0.0, 0.0, math.sin(self.base_yaw / 2)],
         )
-        frame.attach_body(_robot_spec().body("link0"), PREFIX, "")
+        frame.attach_body(_robot_spec(self.visual_set).body("link0"), PREFIX, "")
         # The base stands on the table: their touching faces are not a collision.
         spec.add_exclude(bodyname1="world", bodyname2=PREFIX + "link0")
 

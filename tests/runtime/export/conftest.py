@@ -76,3 +76,12 @@ def camera_stride(run: CollectedRun) -> int:
             cameras = _json.loads((run.output_dir / meta["path"]).read_text())["cameras"]
             return int(next(iter(cameras.values()))["stride"])
     return 1
+
+
+def data_table(root: Path):  # type: ignore[no-untyped-def]
+    """Every frame of a LeRobot export: its data files (one per batch) in index order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted((root / "data").rglob("*.parquet"))
+    return pa.concat_tables([pq.read_table(f) for f in files])

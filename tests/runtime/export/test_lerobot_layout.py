@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from runtime.export import DatasetSpec, export_runs
-from tests.runtime.export.conftest import CollectedRun, camera_stride, trajectories
+from tests.runtime.export.conftest import CollectedRun, camera_stride, data_table, trajectories
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_info_json_is_v30_with_features_totals_and_paths(
 def test_data_parquet_schema_and_values_equal_the_trajectories(
     exported: Path, collected: CollectedRun
 ) -> None:
-    table = pq.read_table(exported / "data" / "chunk-000" / "file-000.parquet")
+    table = data_table(exported)
     schema = table.schema
     assert schema.field("observation.state").type == pa.list_(pa.float32(), 7)
     assert schema.field("action").type == pa.list_(pa.float32(), 7)
@@ -104,7 +104,8 @@ def test_episodes_metadata_has_lerobot_columns_and_provenance(
         assert row["tasks"] == ["Pick up the item, then place the item in the bin."]
         span = (row["dataset_from_index"], row["dataset_to_index"])
         assert span == (frame, frame + row["length"])
-        assert (row["data/chunk_index"], row["data/file_index"]) == (0, 0)
+        # one data file per batch: the batches of this run are 0, 1, ...
+        assert (row["data/chunk_index"], row["data/file_index"]) == (0, key[0])
         assert row["stats/action/count"] == [row["length"]]
         assert len(row["stats/observation.state/q99"]) == 7
         assert row["assetcast/run_id"] == collected.run_id
@@ -141,7 +142,20 @@ def test_stats_hold_min_max_mean_std_count_and_quantiles(
     np.testing.assert_allclose(action["max"], actions.max(axis=0), rtol=1e-6)
     np.testing.assert_allclose(action["mean"], actions.astype(np.float64).mean(axis=0),
                                rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(action["q50"], np.quantile(actions, 0.5, axis=0), atol=1e-6)
+    np.testing.assert_allclose(action["std"], actions.astype(np.float64).std(axis=0),
+                               rtol=1e-5, atol=1e-7)
+    # Quantiles: exact per episode (meta/episodes), count-weighted over the dataset, as
+    # LeRobot aggregates them.
+    rows = pq.read_table(exported / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    weights = np.array([r["length"] for r in rows], dtype=np.float64)
+    for row, traj in zip(rows, trajectories(collected), strict=True):
+        own = traj["actions"][::stride].astype(np.float32)
+        np.testing.assert_allclose(row["stats/action/q50"], np.quantile(own, 0.5, axis=0),
+                                   atol=1e-6)
+        np.testing.assert_allclose(row["stats/action/q10"], np.quantile(own, 0.1, axis=0),
+                                   atol=1e-6)
+    weighted = (np.array([r["stats/action/q50"] for r in rows]) * weights[:, None]).sum(0)
+    np.testing.assert_allclose(action["q50"], weighted / weights.sum(), rtol=1e-12)
     assert stats["index"]["max"] == [actions.shape[0] - 1]
 
 

@@ -48,7 +48,9 @@ def test_demos_hold_states_actions_rewards_dones_obs_and_next_obs(
             pose = traj["entity_pose"].reshape(traj["entity_pose"].shape[0], -1)
             np.testing.assert_array_equal(demo["obs/entity_pose"][()], pose[picked])
             assert demo["obs/finger_width"].shape == (steps, 1)
-            assert demo["states"].shape == (steps, 7 + 7 + 14)
+            # MuJoCo's state (time, qpos, qvel, warm start, ctrl), never an observation
+            np.testing.assert_array_equal(demo["states"][()], traj["physics_state"][picked])
+            assert "physics_state" not in demo["obs"]
             assert demo["rewards"][()].tolist() == [0.0] * (steps - 1) + [1.0]
             assert demo["dones"][()].tolist() == [0] * (steps - 1) + [1]
             assert demo.attrs["run_id"] == collected.run_id

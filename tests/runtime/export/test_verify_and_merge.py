@@ -12,7 +12,7 @@ import pytest
 
 from runtime.cli import main
 from runtime.export import DatasetSpec, export_runs, verify_dataset
-from tests.runtime.export.conftest import CollectedRun
+from tests.runtime.export.conftest import CollectedRun, data_table
 
 
 def test_export_records_dataset_updated_once_per_version(
@@ -89,7 +89,7 @@ def test_merging_two_runs_gives_one_consistent_episode_index(
     runs = [e["assetcast/run_id"] for e in episodes]
     assert runs == sorted(runs, key=[collected.run_id, second].index)
     assert runs[-1] == second
-    frames = pq.read_table(out / "data/chunk-000/file-000.parquet").to_pydict()
+    frames = data_table(out).to_pydict()
     assert frames["index"] == list(range(version.total_frames))
     assert episodes[-1]["dataset_to_index"] == version.total_frames
     manifest = json.loads((out / "meta" / "assetcast.json").read_text())
@@ -103,3 +103,49 @@ def test_merging_two_runs_gives_one_consistent_episode_index(
             for e in episodes if e["assetcast/run_id"] == run_id
         }
     assert verify_dataset(store, out).ok
+
+
+def test_verify_run_with_dataset_checks_the_projection(
+    collected: CollectedRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from store.records import NewEvent
+
+    store = collected.store()
+    out = tmp_path / "d"
+    export_runs(store, [collected.run_id], DatasetSpec("lerobot", out))
+    capsys.readouterr()
+    assert main(["--db", collected.db_url, "verify", collected.run_id, "--dataset", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"run {collected.run_id}: ok" in printed
+    assert f"lerobot dataset {out}: ok" in printed
+
+    # A version the log recorded before the run's last episodes were committed is stale.
+    from runtime.export.dataset import build_version
+    from runtime.export.episodes import dataset_source, run_source
+
+    events = store.read(collected.run_id)
+    first_batch = next(i for i, e in enumerate(events) if e.type == "BatchFinished")
+    stale_out = tmp_path / "stale"
+    stale = build_version(DatasetSpec("lerobot", stale_out), dataset_source(
+        [run_source(collected.run_id, events[: first_batch + 1])]))
+    store.append(collected.run_id, [NewEvent(
+        "DatasetUpdated", stale.event_payload(collected.run_id, events[first_batch].seq))],
+        expected_version=events[-1].seq)
+    assert verify_dataset(store, stale_out).ok  # a consistent projection of an earlier log
+    code = main(["--db", collected.db_url, "verify", collected.run_id, "--dataset", str(stale_out)])
+    assert code == 1
+    printed = capsys.readouterr().out
+    later = sum(e.type == "TrajectoryCommitted" for e in events[first_batch:])
+    assert later > 0
+    assert (f"problem: run {collected.run_id}: {later} committed episode(s) are not in the "
+            "dataset") in printed
+
+    # A tampered file is named; a path that is no dataset is bad input (exit 2).
+    (out / "meta" / "info.json").write_text("{}")
+    assert main(["--db", collected.db_url, "verify", collected.run_id, "--dataset", str(out)]) == 1
+    assert "problem: meta/info.json: differs from the version the log recorded" in (
+        capsys.readouterr().out)
+    missing = tmp_path / "nothing"
+    code = main(["--db", collected.db_url, "verify", collected.run_id, "--dataset", str(missing)])
+    assert code == 2
+    assert f"assetcast: error: {missing} does not exist" in capsys.readouterr().err

@@ -1,0 +1,54 @@
+"""Which executor a collection runs on, chosen from ``--workers`` / ``--ray-address``.
+
+One worker and no address is the embedded default: the in-process executor, no Ray.
+Anything else runs on Ray (``pip install 'assetcast[ray]'``): ``--workers N`` alone starts a
+local Ray instance for this process, ``--ray-address ADDR`` joins an existing cluster.
+Options are checked before anything is recorded (exit 2 names the flag).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from runtime.collection.executors.base import Executor, WorkSettings
+from runtime.collection.plan import CollectionRefused
+
+MAX_WORKERS = 4096
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    workers: int = 1
+    ray_address: str | None = None
+
+    @property
+    def uses_ray(self) -> bool:
+        return self.workers != 1 or self.ray_address is not None
+
+    def check(self) -> ExecutorOptions:
+        """Refuse bad values (CollectionRefused, exit 2); returns self."""
+        workers = self.workers
+        if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
+            raise CollectionRefused(
+                f"--workers: must be an integer in [1, {MAX_WORKERS}], got {workers!r}"
+            )
+        address = self.ray_address
+        if address is not None and (not isinstance(address, str) or not address.strip()):
+            raise CollectionRefused("--ray-address: must be a non-empty address (host:port)")
+        if self.uses_ray and importlib.util.find_spec("ray") is None:
+            flag = "--ray-address" if address is not None else "--workers"
+            raise CollectionRefused(
+                f"{flag}: collection on several workers needs Ray; "
+                "install it with: pip install 'assetcast[ray]'"
+            )
+        return self
+
+    def build(self, settings: WorkSettings) -> Executor:
+        if not self.uses_ray:
+            from runtime.collection.executors.local import LocalExecutor
+
+            return LocalExecutor(settings)
+        from runtime.collection.executors.ray import RayExecutor
+
+        return RayExecutor(settings, workers=self.workers, address=self.ray_address)

@@ -1,0 +1,76 @@
+"""A dataset that grows with its log (live updates) writes only what is new, and still ends
+byte-identical to a one-shot export of the same log."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from runtime.export.dataset import DatasetSpec, build_version
+from runtime.export.episodes import dataset_source, run_source
+from tests.runtime.export.conftest import CollectedRun
+
+
+def _source_up_to(run: CollectedRun, stop: str, batch: int = 0):  # type: ignore[no-untyped-def]
+    """The run's dataset source as the log stood at its first ``stop`` event of ``batch``."""
+    events = run.store().read(run.run_id)
+    for number, event in enumerate(events):
+        if event.type == stop and event.payload.get("batch_index", batch) == batch:
+            return dataset_source([run_source(run.run_id, events[: number + 1])])
+    raise AssertionError(f"no {stop} of batch {batch}")
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _inodes(root: Path) -> dict[str, int]:
+    return {
+        p.relative_to(root).as_posix(): os.stat(p).st_ino for p in root.rglob("*") if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("first_stop", [("BatchFinished", 0), ("TrajectoryCommitted", 1)])
+def test_growing_dataset_equals_one_shot_and_keeps_finished_batches(
+    collected: CollectedRun, tmp_path: Path, first_stop: tuple[str, int]
+) -> None:
+    full = _source_up_to(collected, "RunCompleted")
+    live = DatasetSpec("lerobot", tmp_path / "live")
+    before = build_version(live, _source_up_to(collected, *first_stop))
+    assert 0 < before.total_episodes < len(full.episodes)
+    old_inodes = _inodes(live.path)
+    after = build_version(live, full)
+    whole = build_version(DatasetSpec("lerobot", tmp_path / "whole"), full)
+    assert after.written and after.digest == whole.digest
+    assert _files(live.path) == _files(whole.spec.path)
+    new_inodes = _inodes(live.path)
+    kept = {name for name, inode in new_inodes.items() if old_inodes.get(name) == inode}
+    # The first batch's frames and every video already published are reused, not rewritten;
+    # the metadata that lists every episode is written anew.
+    first_batch_data = "data/chunk-000/file-000.parquet"
+    assert first_batch_data in kept
+    old_videos = {n for n in old_inodes if n.startswith("videos/")}
+    assert old_videos and old_videos <= kept
+    assert "meta/episodes/chunk-000/file-000.parquet" not in kept
+    assert "data/chunk-000/file-001.parquet" not in kept
+
+
+def test_a_file_edited_in_place_is_not_carried_into_the_next_version(
+    collected: CollectedRun, tmp_path: Path
+) -> None:
+    full = _source_up_to(collected, "RunCompleted")
+    live = DatasetSpec("lerobot", tmp_path / "live")
+    build_version(live, _source_up_to(collected, "BatchFinished", 0))
+    data = live.path / "data/chunk-000/file-000.parquet"
+    with open(data, "r+b") as handle:  # same inode: a hard link would share the edit
+        handle.seek(100)
+        handle.write(b"\0\0\0\0")
+    after = build_version(live, full)
+    whole = build_version(DatasetSpec("lerobot", tmp_path / "whole"), full)
+    assert after.digest == whole.digest
+    assert _files(live.path) == _files(whole.spec.path)
