@@ -190,7 +190,7 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
     assert hdf5.read_bytes() == (tmp_path / "exported.hdf5").read_bytes()
 
     # An uninterrupted run of the same task and seed: the same content; only provenance (run id,
-    # commit positions) differs, and only in the per-episode metadata.
+    # commit positions, trajectory hashes) differs, and only in the per-episode metadata.
     clean = new_run("uninterrupted")
     collect(clean, store=store, progress=False)
     reference = tmp_path / "reference"
@@ -201,7 +201,8 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
     assert {k: v for k, v in ours.items() if k not in varying} == {
         k: v for k, v in theirs.items() if k not in varying
     }
-    drop = ["assetcast/run_id", "assetcast/commit_seq"]
+    # a trajectory names its run, so its SHA-256 is provenance too
+    drop = ["assetcast/run_id", "assetcast/commit_seq", "assetcast/trajectory_sha256"]
     assert pq.read_table(lerobot / episodes_file).drop(drop).equals(
         pq.read_table(reference / episodes_file).drop(drop)
     )
