@@ -107,15 +107,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     store = open_for_reading(args)
     digest = _project(store, args.run_id, "digest")
     if args.json:
-        # The full report is as long as the run's episode list: streamed, never the log.
-        if digest.collection_started:
-            from store.projections.collection_report import collection_report
-
-            sys.stdout.write(report_text(collection_report(store.iter_events(args.run_id))))
-        else:
-            from store.projections.preparation_report import preparation_report
-
-            sys.stdout.write(report_text(preparation_report(store.iter_events(args.run_id))))
+        # The full report is as long as the run's episode list: its snapshot + the tail.
+        kind = "collection_report" if digest.collection_started else "preparation_report"
+        sys.stdout.write(report_text(store.project(args.run_id, kind).report()))
         return EXIT_OK
     s = digest.summary(args.run_id)
     for label, key in [

@@ -8,7 +8,6 @@ from typing import Any
 
 from runtime.collection.plan import CollectionPlan
 from runtime.files import write_json_atomic
-from store.projections.collection_report import collection_report
 
 REPORT_NAME = "report.json"
 
@@ -57,10 +56,11 @@ def report_path_of(plan: CollectionPlan) -> Path:
 def write_report(
     store: Any, run_id: str, path: Path, fence: Any | None = None
 ) -> dict[str, Any]:
-    """Write `report.json` from the log (the same projection `show --json` prints), streamed
-    (memory: the report's own size, never the log's); ``fence`` (the session) is checked
-    right before it is published."""
-    report = collection_report(store.iter_events(run_id))
+    """Write `report.json` from the log (the same projection `show --json` prints): the
+    store's snapshotted ``collection_report`` + the events since it, so the cost is the
+    tail, not the history (memory: the report's own size); ``fence`` (the session) is
+    checked right before it is published."""
+    report = store.project(run_id, "collection_report").report()
     write_json_atomic(path, report, fence=fence)
     return report
 

@@ -22,7 +22,6 @@ from runtime.preparation.batch_job import PreparationJob
 from runtime.preparation.errors import PreparationFailed
 from runtime.preparation.ledger import Ledger
 from runtime.session import run_failed_payload
-from store.projections.preparation_report import preparation_report
 
 log = structlog.get_logger(__name__)
 
@@ -38,8 +37,9 @@ class PreparationResult:
 
 
 def write_report(store: Any, run_id: str, output: Path, fence: Any | None = None) -> Path:
+    """Write the report from the store's snapshotted ``preparation_report`` + the tail."""
     path = output / REPORT_NAME
-    write_json_atomic(path, preparation_report(store.iter_events(run_id)), fence=fence)
+    write_json_atomic(path, store.project(run_id, "preparation_report").report(), fence=fence)
     return path
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from store.projections.audit import episode_key
+from store.projections.incremental import Projector
 
 COLLECTION_REPORT_SCHEMA_VERSION = 1
 
@@ -37,10 +38,19 @@ class EventLike(Protocol):
     payload: Mapping[str, Any]
 
 
-class _Projector:
-    """Accumulates the report while walking the log once, in order."""
+class CollectionReport(Projector):
+    """Accumulates the report while walking the log once, in order.
+
+    Snapshotted (``store.projections.incremental``), so the report a session writes at its
+    end costs the tail since the last snapshot. Its state is the answer's own size: the
+    batches, the sessions and one entry per episode (the report lists every done one).
+    """
+
+    KIND = "collection_report"
+    VERSION = 1
 
     def __init__(self) -> None:
+        super().__init__()
         self.run_id: str | None = None
         self.status = "not_started"
         self.error: dict[str, Any] | None = None
@@ -52,7 +62,7 @@ class _Projector:
         self.attempts: dict[tuple[int, int], dict[str, Any]] = {}
         self.done: dict[tuple[int, int], dict[str, Any]] = {}
 
-    def apply(self, event: EventLike) -> None:
+    def _apply(self, event: Any) -> None:
         kind, payload = event.type, event.payload
         if kind in _EPISODE_EVENTS:
             self._episode(kind, payload)
@@ -134,6 +144,36 @@ class _Projector:
         elif kind == "ResetSubmitted":
             attempt["reset_submitted"] = True
 
+    def _dump(self) -> Any:
+        # A done attempt is the same object in ``attempts`` and ``done`` (a later
+        # ResetSubmitted updates both), so it is stored once with a done flag.
+        return {
+            "run_id": self.run_id, "status": self.status, "error": self.error,
+            "constructions": self.constructions, "sessions": list(self.sessions),
+            "session": self.session,
+            "batches": [[index, entry] for index, entry in self.batches.items()],
+            "batch_session": [[index, owner] for index, owner in self.batch_session.items()],
+            "attempts": [
+                [b, e, attempt, self.done.get((b, e)) is attempt]
+                for (b, e), attempt in self.attempts.items()
+            ],
+        }
+
+    def _restore(self, state: Any) -> None:
+        self.run_id, self.status = state["run_id"], str(state["status"])
+        self.error = None if state["error"] is None else dict(state["error"])
+        self.constructions = int(state["constructions"])
+        self.sessions = [str(s) for s in state["sessions"]]
+        self.session = state["session"]
+        self.batches = {int(index): dict(entry) for index, entry in state["batches"]}
+        self.batch_session = {int(index): owner for index, owner in state["batch_session"]}
+        self.attempts, self.done = {}, {}
+        for b, e, attempt, done in state["attempts"]:
+            key = (int(b), int(e))
+            self.attempts[key] = dict(attempt)
+            if done is True:
+                self.done[key] = self.attempts[key]
+
     def report(self) -> dict[str, Any]:
         batches = []
         accepted_total = attempted_total = 0
@@ -199,7 +239,7 @@ def collection_report(events: Iterable[EventLike]) -> dict[str, Any]:
     ``environment_constructions`` (every real build over every session), ``sessions``; on
     failure also ``phase``, ``error_type``, ``detail``, ``batch_index``, ``episode_index``.
     """
-    projector = _Projector()
+    projector = CollectionReport()
     for event in events:
-        projector.apply(event)
+        projector._apply(event)  # events here need no ``seq`` (a pure list of facts)
     return projector.report()

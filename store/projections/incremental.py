@@ -58,10 +58,13 @@ class Projector:
 
 def _registry() -> dict[str, type[Projector]]:
     from store.projections.asset_outcomes import AssetOutcomes
+    from store.projections.collection_report import CollectionReport
     from store.projections.forensics import ForensicsProjector
+    from store.projections.preparation_report import PreparationReport
     from store.projections.run_digest import RunDigest
 
-    return {cls.KIND: cls for cls in (RunDigest, ForensicsProjector, AssetOutcomes)}
+    kinds = (RunDigest, ForensicsProjector, AssetOutcomes, CollectionReport, PreparationReport)
+    return {cls.KIND: cls for cls in kinds}
 
 
 SNAPSHOTTED: dict[str, type[Projector]] = {}

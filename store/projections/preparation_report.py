@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from store.projections.incremental import Projector
+
 REPORT_SCHEMA_VERSION = 1
 
 
@@ -35,10 +37,18 @@ def _candidate_rejection(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Projection:
-    """Mutable fold state; a candidate's latest outcome wins (a resumed run may re-prepare)."""
+class PreparationReport(Projector):
+    """Mutable fold state; a candidate's latest outcome wins (a resumed run may re-prepare).
+
+    Snapshotted like the collection report, so writing the report after a resumed
+    preparation on a long log costs the tail; its state is per role and per candidate.
+    """
+
+    KIND = "preparation_report"
+    VERSION = 1
 
     def __init__(self) -> None:
+        super().__init__()
         self.run_id: str | None = None
         self.role_order: list[str] = []
         self.listing_failures: dict[str, list[dict[str, Any]]] = {}
@@ -55,7 +65,7 @@ class _Projection:
             self.outcomes[role] = {}
             self.listing_failures[role] = []
 
-    def apply(self, event: _Event) -> None:
+    def _apply(self, event: Any) -> None:
         kind, payload = event.type, event.payload
         if kind == "RunCreated":
             self.run_id = payload["run_id"]
@@ -91,6 +101,37 @@ class _Projection:
         elif kind == "RunResumed" and payload.get("to_state") == "preparing":
             self.status, self.failure, self.pending_rejections = "preparing", {}, None
 
+    def _dump(self) -> Any:
+        # Candidates keep their first-seen order (the report lists rejections in it), so
+        # they are stored as lists, never as JSON objects (whose keys are sorted).
+        return {
+            "run_id": self.run_id, "role_order": list(self.role_order),
+            "listing_failures": [[r, f] for r, f in self.listing_failures.items()],
+            "outcomes": [
+                [role, [[key, status, entry] for key, (status, entry) in outcomes.items()]]
+                for role, outcomes in self.outcomes.items()
+            ],
+            "batches": [[index, entry] for index, entry in self.batches.items()],
+            "status": self.status, "failure": self.failure,
+            "pending_rejections": self.pending_rejections, "done": self.done,
+        }
+
+    def _restore(self, state: Any) -> None:
+        self.run_id = state["run_id"]
+        self.role_order = [str(role) for role in state["role_order"]]
+        self.listing_failures = {str(r): list(f) for r, f in state["listing_failures"]}
+        self.outcomes = {
+            str(role): {str(key): (str(status), entry) for key, status, entry in outcomes}
+            for role, outcomes in state["outcomes"]
+        }
+        self.batches = {int(index): dict(entry) for index, entry in state["batches"]}
+        self.status, self.failure = str(state["status"]), dict(state["failure"])
+        pending = state["pending_rejections"]
+        self.pending_rejections = None if pending is None else list(pending)
+        if type(state["done"]) is not bool:
+            raise ValueError("preparation_report snapshot: done is not a boolean")
+        self.done = state["done"]
+
     def report(self) -> dict[str, Any]:
         roles: dict[str, Any] = {}
         for role in sorted(self.role_order):
@@ -114,7 +155,7 @@ class _Projection:
 
 def preparation_report(events: Iterable[_Event]) -> dict[str, Any]:
     """Project the events of one run (in sequence order) into the preparation report."""
-    projection = _Projection()
+    projection = PreparationReport()
     for event in events:
-        projection.apply(event)
+        projection._apply(event)  # events here need no ``seq`` (a pure list of facts)
     return projection.report()

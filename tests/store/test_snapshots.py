@@ -15,7 +15,9 @@ from domain.state import fold
 from store import EventStore, InMemoryEventStore, NewEvent
 from store.projections.asset_outcomes import asset_outcomes
 from store.projections.audit import run_summary
+from store.projections.collection_report import collection_report
 from store.projections.forensics import forensics
+from store.projections.preparation_report import preparation_report
 from store.snapshots import FOLD_KIND, make_record
 from tests.store.eventgen import batch_started, collection_started, created, episode, preparation
 
@@ -87,6 +89,8 @@ def test_snapshot_plus_tail_equals_full_fold_for_every_prefix(
         assert store.project("r", "forensics").report() == forensics(logged)
         assert store.project("r", "digest").summary("r") == run_summary("r", logged)
         assert store.project("r", "asset_outcomes").report() == asset_outcomes(logged)
+        assert store.project("r", "collection_report").report() == collection_report(logged)
+        assert store.project("r", "preparation_report").report() == preparation_report(logged)
     assert store._snapshots, "the history crossed a boundary but no snapshot was taken"
 
 
