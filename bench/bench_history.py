@@ -222,18 +222,22 @@ def _build(size: int) -> tuple[Path, str, float]:
 
 def _ensure_snapshots(db: Path, run_id: str) -> float:
     """A cached log keeps its events; its snapshots are rebuilt when the code writes another
-    fold version or the chain anchor is missing (seconds spent, 0 if nothing to do)."""
+    fold or projection version, or a kind (the chain anchor, a projection) is missing
+    (seconds spent, 0 if nothing to do)."""
     import sqlite3
 
     from domain.state_codec import FOLD_SNAPSHOT_VERSION
     from store import EventStore
+    from store.projections.incremental import snapshotted
     from store.snapshots import CHAIN_KIND, FOLD_KIND
 
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         kinds = dict(conn.execute(
             "SELECT kind, projection_version FROM snapshots WHERE run_id = ?", (run_id,)
         ).fetchall())
-    if kinds.get(FOLD_KIND) == FOLD_SNAPSHOT_VERSION and CHAIN_KIND in kinds:
+    wanted = {kind: cls.VERSION for kind, cls in snapshotted().items()}
+    wanted[FOLD_KIND] = FOLD_SNAPSHOT_VERSION
+    if CHAIN_KIND in kinds and all(kinds.get(k) == v for k, v in wanted.items()):
         return 0.0
     started = time.perf_counter()
     with EventStore(f"sqlite:///{db}") as store:
@@ -316,6 +320,82 @@ def _child_resume(db: str, run_id: str) -> None:
 
     resume(run_id, store=store, environment_factory=factory, progress=False)
     raise SystemExit("resume finished without calling the environment factory")
+
+
+REPORTS = {  # the small one first: the big report's heap would slow its GC passes
+    "preparation.report.json": ("preparation_report", "store.projections.preparation_report"),
+    "report.json": ("collection_report", "store.projections.collection_report"),
+}
+
+
+def _child_report(mode: str, db: str, run_id: str) -> None:
+    """Build both session-end reports as the collector writes them (``report_text``), from
+    the whole log (``full``) or from the stored snapshot + tail (``incremental``); the
+    incremental child also times what an append crossing a boundary pays for the
+    collection report's snapshot (dump + canonical JSON + SHA-256)."""
+    _quiet()
+    import hashlib
+    import importlib
+
+    from runtime.files import report_text
+    from store import EventStore
+    from store.snapshots import make_record
+
+    store = EventStore(f"sqlite:///{db}")
+    out: dict = {"code": 0}
+    for name, (kind, module) in REPORTS.items():
+        full = getattr(importlib.import_module(module), kind)
+        started = time.perf_counter()
+        if mode == "full":
+            report = full(store.iter_events(run_id))
+        else:
+            projector = store.project(run_id, kind)
+            report = projector.report()
+        built = time.perf_counter()
+        text = report_text(report)
+        out[name] = {"seconds": time.perf_counter() - started, "build_s": built - started,
+                     "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                     "report_mb": len(text) / 1e6}
+        if mode != "full" and kind == "collection_report":
+            started = time.perf_counter()
+            record = make_record(run_id, kind, projector.seq, projector.VERSION, "0" * 64,
+                                 projector.dump())
+            out["snapshot_write_s"] = time.perf_counter() - started
+            out["snapshot_mb"] = len(record.body) / 1e6
+    out["seconds"], out["peak_mb"] = out["report.json"]["seconds"], _peak_mb()
+    print(json.dumps(out))
+
+
+def _reports(db: Path, run_id: str) -> dict[str, dict]:
+    """Full and incremental builds of the session-end reports, each in a fresh process;
+    the two must give the same bytes."""
+    got = {mode: _run_child(["--child-report", mode, str(db), run_id])
+           for mode in ("full", "incremental")}
+    for name in REPORTS:
+        if got["full"][name]["sha256"] != got["incremental"][name]["sha256"]:
+            raise SystemExit(f"{name}: the incremental build differs from the full one")
+    return got
+
+
+def _print_reports(rows: list[tuple[int, dict[str, dict]]]) -> None:
+    """Build = the projection (log or snapshot + tail -> dict); total adds ``report_text``
+    (the file's bytes), which is the same work both ways and as long as the report."""
+    print(f"{'events':>9} | {'report':<23} | {'build full':>10} | {'build incr':>10} | "
+          f"{'speed-up':>8} | {'total full':>10} | {'total incr':>10} | {'MB':>5} | "
+          f"{'peak full/incr MB':>17}")
+    for size, got in rows:
+        full, incr = got["full"], got["incremental"]
+        for name in REPORTS:
+            f, i = full[name], incr[name]
+            ratio = f["build_s"] / max(i["build_s"], 1e-9)
+            print(f"{size:>9} | {name:<23} | {f['build_s']:10.3f} | {i['build_s']:10.3f} | "
+                  f"{ratio:7.1f}x | {f['seconds']:10.3f} | {i['seconds']:10.3f} | "
+                  f"{f['report_mb']:5.1f} | {full['peak_mb']:8.0f}/{incr['peak_mb']:<8.0f}")
+    for size, got in rows:
+        incr = got["incremental"]
+        print(f"{size:>9} events: an append crossing a snapshot boundary pays "
+              f"{incr['snapshot_write_s']:.3f} s for the report.json snapshot "
+              f"({incr['snapshot_mb']:.1f} MB body)")
 
 
 def _run_child(args: list[str]) -> dict:
@@ -505,6 +585,7 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
     parser.add_argument("--child-cli", nargs=argparse.REMAINDER)
     parser.add_argument("--child-resume", nargs=2)
+    parser.add_argument("--child-report", nargs=3)
     parser.add_argument("--packages", type=int, default=1000,
                         help="packages in the cold-preparation figure (0 skips it)")
     args = parser.parse_args()
@@ -514,9 +595,12 @@ def main() -> None:
     if args.child_resume:
         _child_resume(*args.child_resume)
         return
+    if args.child_report:
+        _child_report(*args.child_report)
+        return
     _quiet()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
+    rows, reports = [], []
     for size in sizes:
         db, run_id, built = _build(size)
         mb = db.stat().st_size / 1e6
@@ -526,6 +610,7 @@ def main() -> None:
               f"{_tail(measured, run_id)}", flush=True)
         try:
             rows.append((size, _measure(measured, run_id)))
+            reports.append((size, _reports(measured, run_id)))
         finally:
             measured.unlink(missing_ok=True)
     print()
@@ -544,6 +629,9 @@ def main() -> None:
     peak = max(f["peak_mb"] for f in biggest.values())
     verdicts.append(f"peak {peak:.0f} MB ({'ok' if peak < 300 else 'MISSED'} < 300 MB)")
     print(f"at {rows[-1][0]} events: " + "; ".join(verdicts))
+    print()
+    print("session-end reports (what collect/resume/prepare write), full log vs snapshot + tail:")
+    _print_reports(reports)
     print()
     small_db, small_run, _ = _build(sizes[0])
     _startup(small_db, small_run)
