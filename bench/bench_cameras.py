@@ -1,13 +1,16 @@
 """Camera benchmarks, measured side by side in one run on one machine state.
 
 1. Rendering throughput inside episodes vs raw ``mujoco.Renderer``: the demo task's two
-   128x128 cameras (rgb + depth + segmentation each) are timed inside real episodes (every
-   ``CameraRenderer.render`` call), then the same model, quality settings and camera poses
-   are rendered by a bare ``mujoco.Renderer`` loop (update_scene, then one render per
-   modality). Figure: camera-frames/s of each and their ratio (goal >= 0.8).
+   128x128 cameras (rgb + depth + segmentation each) are timed inside real episodes (the
+   render process's time per sample: kinematics, every pass, H.264 encoding of the frame),
+   then the same model, quality settings and camera poses are rendered by a bare
+   ``mujoco.Renderer`` loop (update_scene, then one render per modality). Figure:
+   camera-frames/s of each and their ratio (goal >= 0.8).
 2. Episodes per minute of the demo collection (the shipped task: Franka arm) with its 2
    cameras vs the same task with the cameras removed (same assets, seeds and episodes),
-   alternating, median of repeats (goal >= 0.5).
+   alternating, median of repeats (goal >= 0.5); also each run's ratio, the CPU seconds of
+   both processes (the ratio a machine with no spare core would see: frames render in a
+   separate process, in parallel with the physics when a core is free) and the load.
 3. Bytes per episode-second per camera and modality (committed files / (frames / fps)).
 4. Frustum culling: the in-episode frames re-rendered by ``CameraRenderer`` with culling on
    and off, alternating, in one process; frames must be byte-identical; figure: speed-up.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -51,46 +55,56 @@ from runtime.collection import collect  # noqa: E402
 from runtime.collection.demo_run import demo_task_path, write_catalog  # noqa: E402
 from runtime.logging import configure_logging  # noqa: E402
 from runtime.prepare import prepare, providers_from_catalog_args  # noqa: E402
-from runtime.sim.cameras import encoding, rendering  # noqa: E402
-from runtime.sim.cameras.rig import CameraRig  # noqa: E402
+from runtime.sim.cameras import encoding, render_server, rendering  # noqa: E402
+from runtime.sim.cameras import recorder as recorder_module  # noqa: E402
+from runtime.sim.cameras.rig import environment_labels, mount_bodies  # noqa: E402
 from runtime.sim.environment import TaskEnvironment  # noqa: E402
 from runtime.sim.robots.franka_panda import FrankaPanda  # noqa: E402
 from runtime.taskfile import load_task  # noqa: E402
 from store import InMemoryEventStore  # noqa: E402
 
 BATCHES, EPISODES, SETTLE, SEED = 1, 3, 20, 7
-REPEATS = 2
+REPEATS = 3
 FIGURES = REPO / "bench-output" / "cameras"
 COMPARE_SAMPLES = 40
 VISIBLE_DIFFERENCE = 16  # of 255, max over channels
 
 
 class RenderTimer:
-    """Wraps ``CameraRenderer.render`` to add up the time spent rendering inside episodes."""
+    """Adds up what the render process reports for each committed episode (its time spent
+    rendering and the frames), and keeps samples ``(renderer, qpos, camera)`` for the
+    in-process loops below."""
 
     def __init__(self) -> None:
         self.seconds, self.frames = 0.0, 0
-        self.original = rendering.CameraRenderer.render
-        self.samples: list[tuple[Any, Any, Any]] = []  # (model, qpos, camera) for the raw loop
+        self.original = recorder_module.FrameRecorder._collect
+        self.samples: list[tuple[Any, Any, Any]] = []
 
     def __enter__(self) -> RenderTimer:
         timer = self
 
-        def timed(renderer: Any, data: Any, camera: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return timer.original(renderer, data, camera)
-            finally:
-                timer.seconds += time.perf_counter() - start
-                timer.frames += 1
-                if len(timer.samples) < 400:
-                    timer.samples.append((renderer, data.qpos.copy(), camera))
+        def timed(recorder: Any) -> Any:
+            recordings = timer.original(recorder)
+            timer.seconds += recorder.render_seconds
+            timer.frames += sum(r.frame_count for r in recordings.values())
+            for qpos, due in zip(recorder._positions, recorder._due, strict=True):
+                for camera in due:
+                    if len(timer.samples) < 400:
+                        timer.samples.append((recorder.renderer, qpos, camera))
+            return recordings
 
-        rendering.CameraRenderer.render = timed  # type: ignore[method-assign]
+        recorder_module.FrameRecorder._collect = timed  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        rendering.CameraRenderer.render = self.original  # type: ignore[method-assign]
+        recorder_module.FrameRecorder._collect = self.original  # type: ignore[method-assign]
+
+
+def local_renderer(source: Any) -> rendering.CameraRenderer:
+    """A ``CameraRenderer`` in this process for the model and cameras of ``source``."""
+    return rendering.CameraRenderer(
+        source.model, source.cameras, source.labels, source.mount_bodies
+    )
 
 
 def task_without_cameras(directory: Path) -> Path:
@@ -101,16 +115,28 @@ def task_without_cameras(directory: Path) -> Path:
     return path
 
 
-def collect_once(task: Path, catalog: Path, out: Path) -> tuple[float, Any, str, Path]:
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads) and of the render process (from /proc)."""
+    total = time.process_time()
+    if render_server._server is not None and render_server._server.alive():
+        fields = Path(f"/proc/{render_server._server.process.pid}/stat").read_text().split()
+        total += (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def collect_once(
+    task: Path, catalog: Path, out: Path
+) -> tuple[float, Any, str, Path, float]:
+    """Wall seconds of one collection, its store, run id, output folder and CPU seconds."""
     store = InMemoryEventStore()
     cfg = CollectionConfig(
         seed=SEED, max_batches=BATCHES, episodes_per_batch=EPISODES, settle_steps=SETTLE
     )
     providers = providers_from_catalog_args([f"item={catalog}", f"bin={catalog}"])
     run_id = prepare(task, providers, cfg=cfg, output_dir=out, store=store, goal="run").run_id
-    start = time.perf_counter()
+    cpu, start = cpu_seconds(), time.perf_counter()
     collect(run_id, store=store, progress=False)
-    return time.perf_counter() - start, store, run_id, out
+    return time.perf_counter() - start, store, run_id, out, cpu_seconds() - cpu
 
 
 def raw_renderer_fps(samples: list[tuple[Any, Any, Any]]) -> float:
@@ -161,9 +187,7 @@ def culling_speedup(samples: list[tuple[Any, Any, Any]], rounds: int = 3) -> tup
     source = samples[0][0]
     model = source.model
     data = mujoco.MjData(model)
-    renderer = rendering.CameraRenderer(
-        model, source.cameras, source.labels, source._mount_bodies
-    )
+    renderer = local_renderer(source)
 
     def render_all(cull: bool) -> tuple[float, list[Any]]:
         renderer.culling = cull
@@ -223,9 +247,7 @@ def time_breakdown(samples: list[tuple[Any, Any, Any]]) -> None:
     source = samples[0][0]
     model = source.model
     data = mujoco.MjData(model)
-    renderer = rendering.CameraRenderer(
-        model, source.cameras, source.labels, source._mount_bodies
-    )
+    renderer = local_renderer(source)
     frames: dict[str, list[Any]] = defaultdict(list)
     watch = Stopwatch([
         (rendering.CameraRenderer, "_place", "scene update + culling"),
@@ -268,16 +290,17 @@ def time_breakdown(samples: list[tuple[Any, Any, Any]]) -> None:
 
 def _render_set(
     visual_set: str, deployment: Path, cameras: tuple[Any, ...]
-) -> tuple[TaskEnvironment, CameraRig]:
+) -> tuple[TaskEnvironment, rendering.CameraRenderer]:
     previous = FrankaPanda.visual_set
     FrankaPanda.visual_set = visual_set
     try:
         env = TaskEnvironment.from_deployment(deployment)
     finally:
         FrankaPanda.visual_set = previous
-    rig = CameraRig(cameras)
-    rig.renderer_for(env)
-    return env, rig
+    renderer = rendering.CameraRenderer(
+        env.model, cameras, environment_labels(env), mount_bodies(cameras, env.model)
+    )
+    return env, renderer
 
 
 def decimation_comparison(
@@ -306,19 +329,18 @@ def decimation_comparison(
         try:
             triangles = {name: env.model.nmeshface for name, (env, _) in sets.items()}
             for _, qpos, camera in picked:
-                for name, (env, rig) in sets.items():  # alternating, same pose
+                for name, (env, renderer) in sets.items():  # alternating, same pose
                     data = mujoco.MjData(env.model)
                     data.qpos[:] = qpos
                     mujoco.mj_kinematics(env.model, data)
                     mujoco.mj_comPos(env.model, data)
-                    renderer = rig.renderer_for(env)
                     start = time.perf_counter()
                     frame = renderer.render(data, by_name[camera.name])
                     seconds[name] += time.perf_counter() - start
                     images[name].append((camera.name, frame.images))
         finally:
-            for env, rig in sets.values():
-                rig.close()
+            for env, renderer in sets.values():
+                renderer.close()
                 env.close()
         rgb_diff, visible, labels, depth = [], [], [], []
         for (_, a), (_, b) in zip(images["original"], images["decimated"], strict=True):
@@ -378,16 +400,25 @@ def main() -> None:
         plain_task = task_without_cameras(root)
         with_cameras: list[float] = []
         without: list[float] = []
+        cpu_with: list[float] = []
+        cpu_without: list[float] = []
         timer = RenderTimer()
         last: tuple[Any, str, Path] | None = None
+        start = time.perf_counter()
+        # Once per collecting process, measured apart (the demo's cameras are 128x128).
+        render_server.check_backend(max_pixels=128 * 128)
+        server_start = time.perf_counter() - start
         for repeat in range(REPEATS):
             with timer:
-                seconds, store, run_id, out = collect_once(
+                seconds, store, run_id, out, cpu = collect_once(
                     demo_task_path(), catalog, root / f"cams_{repeat}"
                 )
             with_cameras.append(seconds)
+            cpu_with.append(cpu)
             last = (store, run_id, out)
-            without.append(collect_once(plain_task, catalog, root / f"plain_{repeat}")[0])
+            seconds, *_, cpu = collect_once(plain_task, catalog, root / f"plain_{repeat}")
+            without.append(seconds)
+            cpu_without.append(cpu)
         episodes = BATCHES * EPISODES
         in_episode_fps = timer.frames / timer.seconds
         raw_fps = raw_renderer_fps(timer.samples)
@@ -403,6 +434,15 @@ def main() -> None:
               f"{REPEATS} x {episodes} episodes, alternating)")
         print(f"   2 cameras: {cams_rate:6.1f} episodes/min; no cameras: {plain_rate:6.1f} "
               f"episodes/min; ratio {cams_rate / plain_rate:.2f}  (goal >= 0.5)")
+        print("   per-run ratios (wall): " + ", ".join(
+            f"{b / a:.2f}" for a, b in zip(with_cameras, without, strict=True)))
+        cpu_ratio = statistics.median(cpu_without) / statistics.median(cpu_with)
+        print(f"   CPU seconds per run (both processes): 2 cameras "
+              f"{statistics.median(cpu_with):.2f}, no cameras {statistics.median(cpu_without):.2f}"
+              f"; ratio {cpu_ratio:.2f} (the wall ratio on a machine with no core to spare)")
+        print(f"   render process start (once per collecting process, not in the runs above): "
+              f"{server_start:.2f} s; load average now {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores")
         assert last is not None
         store, run_id, out = last
         print("3. bytes per episode-second per camera and modality")

@@ -458,7 +458,7 @@ def _preparation(count: int) -> None:
                 check([o for c in pool.materialize(provider, candidates, context) for o in c])
 
         cores = os.cpu_count() or 1
-        after = f"pool of {cores}, batched durability (after)"
+        after = f"{cores} processes (pool + this), batched (after)"
         timings, cpu = {}, {}
         for label, run in (
             ("raw copy + sha256", raw),
@@ -486,7 +486,7 @@ def _preparation(count: int) -> None:
     print(f"cold preparation of {count} packages ({len(files)} files, {cores} cores, "
           f"syncfs {'available' if syncfs_available() else 'unavailable: per-entry fsync'}):")
     for label, seconds in timings.items():
-        print(f"  {label:<40} {seconds:7.2f} s  {count / seconds:8.1f} packages/s  "
+        print(f"  {label:<42} {seconds:7.2f} s  {count / seconds:8.1f} packages/s  "
               f"CPU {1000 * cpu[label] / count:6.1f} ms/package")
     slow = timings["serial, fsync per file (before)"]
     raw_s = timings["raw copy + sha256"]

@@ -2,9 +2,9 @@
 
 On these machines Ray binds to the external interface even when told 127.0.0.1, so
 nothing that starts Ray may run in the host's network namespace. A test or benchmark
-re-executes itself as ``unshare --net sh -c 'ip link set lo up && exec CMD'`` (root
-needed, as in CI); inside, the only interface is ``lo``. Code that starts Ray first calls
-:func:`require_loopback_only`, which refuses to go on anywhere else.
+re-executes itself as ``unshare --net [--pid --fork --mount-proc] sh -c 'ip link set lo up
+&& exec CMD'`` (root needed, as in CI); inside, the only interface is ``lo``. Code that
+starts Ray first calls :func:`require_loopback_only`, which refuses to go on anywhere else.
 """
 
 from __future__ import annotations
@@ -42,8 +42,14 @@ def require_loopback_only() -> None:
 
 
 def namespaced(argv: Sequence[str]) -> list[str]:
-    """``argv`` wrapped to run in a fresh network namespace holding only a live ``lo``."""
-    return ["unshare", "--net", "sh", "-c", f"ip link set lo up && exec {shlex.join(argv)}"]
+    """``argv`` wrapped to run in a fresh network namespace holding only a live ``lo``.
+
+    Also a fresh PID namespace (``argv`` becomes its PID 1, with its own ``/proc``): when
+    it exits the kernel ends every process left in it, so no Ray daemon outlives a test."""
+    return [
+        "unshare", "--net", "--pid", "--fork", "--mount-proc",
+        "sh", "-c", f"ip link set lo up && exec {shlex.join(argv)}",
+    ]
 
 
 def probe() -> None:

@@ -69,29 +69,27 @@ def _friction(text: str | None) -> tuple[float, ...] | None:
         ) from None
 
 
-def cmd_catalog_import(args: argparse.Namespace) -> int:
-    from runtime.assets.importing import ImportOptions, import_asset
-    from runtime.cli.run_commands import collection_config
+def _asset_ids(sources: list[str], given: str | None) -> list[str]:
+    """``--id`` for one source, else each source's file name without its extension."""
+    if given is not None:
+        if len(sources) > 1:
+            raise UsageError(
+                f"--id: names one package; with {len(sources)} sources each is named after "
+                "its file"
+            )
+        return [given]
+    ids = [Path(source).stem for source in sources]
+    for index, asset_id in enumerate(ids):
+        if asset_id in ids[:index]:
+            first = sources[ids.index(asset_id)]
+            raise UsageError(
+                f"--id: {first} and {sources[index]} would both be named {asset_id!r}; "
+                "import them separately with --id"
+            )
+    return ids
 
-    attributes = dict(_attribute(text) for text in args.attribute or [])
-    options = ImportOptions(
-        asset_id=args.id,
-        category=args.category,
-        capabilities=tuple(args.capability or []),
-        attributes=attributes,
-        up=args.up,
-        scale=args.scale,
-        centring=args.centre,
-        container=args.container,
-        support=args.support,
-        pouring=args.pouring,
-        drop_missing_references=args.drop_missing_references,
-        limits=collection_config(args).mesh_limits,
-        mass_kg=args.mass,
-        density_kg_m3=args.density,
-        friction=_friction(args.friction),
-    )
-    result = import_asset(Path(args.source), Path(args.out), options)
+
+def _print_imported(result: Any) -> None:
     bounds = result.descriptor.bounds_m
     assert bounds is not None
     size = " x ".join(f"{extent:.4g}" for extent in bounds.extents)
@@ -108,4 +106,51 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
             out(f"  {name} (estimated): lower={list(region.lower)} upper={list(region.upper)}")
     for dropped in result.descriptor.provenance.get("dropped_references", ()):
         out(f"  dropped missing reference {dropped['reference']!r} ({dropped['where']})")
+
+
+def cmd_catalog_import(args: argparse.Namespace) -> int:
+    """One package per source. With several sources a failing one is a ``FAIL`` line and the
+    others are still imported (each package is written whole or not at all); exit 2 if any
+    failed, as ``catalog check`` does."""
+    from dataclasses import replace
+
+    from domain.errors import AssetcastInputError
+    from runtime.assets.importing import ImportOptions, import_asset
+    from runtime.cli.run_commands import collection_config
+
+    sources = list(args.source)
+    ids = _asset_ids(sources, args.id)
+    attributes = dict(_attribute(text) for text in args.attribute or [])
+    options = ImportOptions(
+        asset_id=ids[0],
+        category=args.category,
+        capabilities=tuple(args.capability or []),
+        attributes=attributes,
+        up=args.up,
+        scale=args.scale,
+        centring=args.centre,
+        container=args.container,
+        support=args.support,
+        pouring=args.pouring,
+        drop_missing_references=args.drop_missing_references,
+        limits=collection_config(args).mesh_limits,
+        mass_kg=args.mass,
+        density_kg_m3=args.density,
+        friction=_friction(args.friction),
+    )
+    if len(sources) == 1:
+        _print_imported(import_asset(Path(sources[0]), Path(args.out), options))
+        return EXIT_OK
+    failed = 0
+    for source, asset_id in zip(sources, ids, strict=True):
+        try:
+            result = import_asset(Path(source), Path(args.out), replace(options, asset_id=asset_id))
+        except AssetcastInputError as error:
+            failed += 1
+            out(f"FAIL  {source}: {one_line(error)}")
+            continue
+        _print_imported(result)
+    if failed:
+        sys.stderr.write(f"{PROG}: error: {failed} of {len(sources)} source(s) failed\n")
+        return EXIT_BAD_INPUT
     return EXIT_OK

@@ -138,9 +138,16 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _import_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="SOURCE", help="mesh or URDF file to import")
+    parser.add_argument(
+        "source", metavar="SOURCE", nargs="+",
+        help="mesh or URDF file(s) to import, one package each",
+    )
     parser.add_argument("--out", metavar="CATALOG", required=True, help="catalog folder")
-    parser.add_argument("--id", required=True, help="asset id (also the package folder name)")
+    parser.add_argument(
+        "--id",
+        help="asset id, also the package folder name (one source; default: the file's name "
+        "without extension)",
+    )
     parser.add_argument("--category", required=True)
     parser.add_argument("--capability", action="append", metavar="NAME", help="repeatable")
     parser.add_argument("--attribute", action="append", metavar="K=V", help="repeatable")
@@ -253,7 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     _limit_flags(c)
     c.set_defaults(handler=cmd_catalog_check)
     c = catalog.add_parser(
-        "import", help="turn a mesh (OBJ/STL/PLY/GLB/glTF) or single-link URDF into a package"
+        "import",
+        help="turn a mesh (OBJ/STL/PLY/GLB/glTF) or a URDF (links joined by fixed joints) "
+        "into a package",
     )
     _common(c, db=False, top=False)
     _import_flags(c)

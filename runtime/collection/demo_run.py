@@ -87,8 +87,12 @@ def prepare_demo_run(
     goal: str = "run",
     arm: bool = False,
     cameras: bool = True,
+    run_id: str | None = None,
 ) -> str:
     """Prepare the demo task into ``output_dir`` and return the new run id.
+
+    ``run_id`` fixes the id (it is part of every trajectory's metadata): the same id in two
+    stores gives two runs whose files can be compared byte for byte.
 
     ``arm=False`` runs it on the gantry (fast); ``arm=True`` on the shipped Franka arm.
     ``cameras=False`` (gantry only) drops the task's cameras.
@@ -110,6 +114,7 @@ def prepare_demo_run(
         Path(output_dir).parent, cameras=cameras
     )
     result = prepare(
-        task, providers, cfg=cfg, output_dir=output_dir, store=store, goal=goal
+        task, providers, cfg=cfg, output_dir=output_dir, store=store, goal=goal,
+        run_id=run_id,
     )
     return result.run_id

@@ -28,6 +28,7 @@ original exception propagates with its identity; secondary failures become notes
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from itertools import filterfalse
 from typing import Any
 
 import structlog
@@ -211,10 +212,9 @@ class Driver:
         log.info("collection_completed", run_id=self.run_id, accepted=accepted, attempted=attempted)
 
     def work_of(self, batch: BatchPlan) -> BatchWork:
-        todo = tuple(
-            j for j in range(self.plan.episodes_per_batch)
-            if not self.plan.is_done(batch.batch_index, j)
-        )
+        # C-level filtering: a batch may plan 10^6 episodes, most of them done on resume.
+        done = {j for b, j in self.plan.done if b == batch.batch_index}
+        todo = tuple(filterfalse(done.__contains__, range(self.plan.episodes_per_batch)))
         self._todo[batch.batch_index] = todo
         return BatchWork(
             batch_index=batch.batch_index,

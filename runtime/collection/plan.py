@@ -155,14 +155,34 @@ def plan_from_state(
         record_trajectory=record,
         sessions=sum(1 for s in state.sessions if s.kind == "CollectionStarted"),
     )
-    for key, episode in state.episodes.items():  # order is irrelevant: keyed lookups, counts
-        if episode.done:
-            committed = dict(episode.committed) if episode.committed is not None else None
-            plan.record_done(
-                key[0], key[1],
-                EpisodeRecord(bool(episode.accepted), committed, episode.reset_submitted),
-            )
+    _record_done_episodes(plan, state.episodes)
     plan.finished_batches = {
         index for index, batch in state.batches.items() if batch.finished is not None
     }
     return plan
+
+
+def _record_done_episodes(plan: CollectionPlan, episodes: Mapping[tuple[int, int], Any]) -> None:
+    """``plan.record_done`` for every done episode of the fold, in one pass: a long run has
+    ~10^5 of them, and resume pays for this before its first episode. The fold's keys are
+    unique (no record replaces another) and a record without a receipt is shared by every
+    episode with the same facts (records are frozen)."""
+    done, counts = plan.done, plan._counts
+    shared: dict[tuple[bool, bool], EpisodeRecord] = {}
+    for key, episode in episodes.items():  # order is irrelevant: keyed lookups, counts
+        if episode.committed is None and episode.discarded is None:
+            continue  # not done: re-run from its start
+        accepted = bool(episode.accepted)
+        if episode.committed is None:
+            facts = (accepted, episode.reset_submitted)
+            record = shared.get(facts)
+            if record is None:
+                record = shared[facts] = EpisodeRecord(accepted, None, episode.reset_submitted)
+        else:
+            record = EpisodeRecord(accepted, dict(episode.committed), episode.reset_submitted)
+        done[key] = record
+        batch = counts.get(key[0])
+        if batch is None:
+            batch = counts[key[0]] = [0, 0]
+        batch[0] += accepted
+        batch[1] += 1

@@ -47,8 +47,9 @@ Outcome = PreparedAsset | tuple[str, str]
 
 
 def worker_count(candidates: int) -> int:
-    """Workers for ``candidates`` pending materializations: ``$ASSETCAST_PREPARE_WORKERS``
-    if set (1 = serial), else one per core; 1 when there are too few to be worth it."""
+    """Processes preparing ``candidates`` pending materializations at once, this one
+    included: ``$ASSETCAST_PREPARE_WORKERS`` if set (1 = this process only), else one per
+    core; 1 when there are too few to be worth it."""
     raw = os.environ.get(WORKERS_ENV, "").strip()
     if raw:
         try:
@@ -153,7 +154,9 @@ class MaterializerPool:
         fence = context.fence
         sent = replace(context, fence=_StagingTag(fence.tag) if fence is not None else None)
         log.info("prepare.parallel", workers=workers, candidates=len(candidates))
-        executor = self._pool(workers)
+        # This process prepares too (_in_order), so it counts as one of the ``workers``:
+        # one pool process fewer than that keeps the cores busy without oversubscribing them.
+        executor = self._pool(workers - 1)
         futures = [executor.submit(_in_worker, (provider, c, sent)) for c in candidates]
         try:
             chunk: list[tuple[Outcome, list[str]]] = []

@@ -380,9 +380,10 @@ class TaskEnvironment:
         return self.data.qpos[self._robot_qpos]
 
     def gripper_points(self) -> np.ndarray:
-        """A 5x5x5 grid over the box of every collision geom that turns with the gripper (the
-        subtree of the robot's tilting body): what a tilting motion must keep clear of the
-        scene (a grid, not corners, so what is over a target can be told from what is not)."""
+        """Points on every collision geom that turns with the gripper (the subtree of the
+        robot's tilting body): a mesh's vertices, a primitive's 5x5x5 grid over its box (a
+        grid, not corners, so what is over a target can be told from what is not). What a
+        tilting motion must keep clear of the scene."""
         m, d = self.model, self.data
         mujoco.mj_kinematics(m, d)
         root = m.body(self.robot.tilting_body or self.robot.wrist_mount_body).id
@@ -397,8 +398,13 @@ class TaskEnvironment:
             if int(m.geom_bodyid[geom]) not in bodies or not (m.geom_contype[geom] or
                                                               m.geom_conaffinity[geom]):
                 continue
-            centre, half = m.geom_aabb[geom][:3], m.geom_aabb[geom][3:]
-            local = centre + signs * half
+            mesh = int(m.geom_dataid[geom])
+            if m.geom_type[geom] == mujoco.mjtGeom.mjGEOM_MESH and mesh >= 0:
+                start = int(m.mesh_vertadr[mesh])
+                local = m.mesh_vert[start : start + int(m.mesh_vertnum[mesh])]
+            else:
+                centre, half = m.geom_aabb[geom][:3], m.geom_aabb[geom][3:]
+                local = centre + signs * half
             corners.append(local @ d.geom_xmat[geom].reshape(3, 3).T + d.geom_xpos[geom])
         return np.concatenate(corners) if corners else np.zeros((0, 3))
 

@@ -43,6 +43,8 @@ RELEASE_OPENING_M = 0.002  # extra opening per finger when letting go of a held 
 DEFAULT_POUR_TILT_DEG = 120.0
 POUR_LIP_M = 0.015  # the tilted source's lowest point stays this far above the target's top
 POUR_STEP_RAD = math.radians(10.0)
+POUR_SPILL_RAD = math.radians(80.0)  # below this tilt nothing runs out of an upright source
+POUR_MIN_TILT_RAD = math.radians(100.0)  # the least tilt that counts as pouring
 POUR_MAX_EXTRA_INTERVALS = 60  # longest wait for particles to run out, after hold_intervals
 
 
@@ -255,10 +257,11 @@ def _pour_path(
 ) -> list[tuple[float, float, float, float]]:
     """TCP poses (x, y, z, tilt) that turn the source about its mouth above the aperture.
 
-    At every step the mouth stays over the aperture's centre, as low as the
-    tilted source and gripper allow: what is over the target keeps ``POUR_LIP_M`` above its
-    top, the rest above the table, so nothing strikes the target and the particles fall a
-    short way.
+    At every step the mouth stays over the aperture's centre. Until the source is nearly
+    level (``POUR_SPILL_RAD``) it turns at the travel height; from there on it is as low as
+    the tilted source and gripper allow: what is over the target keeps ``POUR_LIP_M`` above
+    its top, the rest above the table, so nothing strikes the target and the particles fall
+    a short way.
     """
     target_lo, target_hi = (corner[:2] for corner in env.entity_world_aabb(target))
     start = env.arm_targets()
@@ -284,6 +287,10 @@ def _pour_path(
         height = POUR_LIP_M - float(np.min(turned[:, 2]))
         if np.any(over):
             height = max(height, target_top + POUR_LIP_M - float(np.min(turned[over, 2])))
+        if abs(angle) < POUR_SPILL_RAD:
+            # Nothing runs out yet: turn up at the travel height, where the gripper cannot
+            # sweep through the target, and come down once the source is nearly level.
+            height = max(height, float(mouth[2]))
         rotation = _tilt_rotation(yaw, angle)
         mouth_at = np.array([mouth_xy[0], mouth_xy[1], height])
         tcp = mouth_at - rotation @ from_tcp
@@ -358,15 +365,24 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
         x, y, z, _ = path[0]
         env.move_tcp(recorder, x=x, y=y, waypoint="pre-pour")
         env.move_tcp(recorder, z=z, speed_m_s=0.15, waypoint="pre-pour")
-        for x, y, z, angle in path[1:]:
-            env.move_tcp(
-                recorder, x=x, y=y, z=z, tilt=angle, speed_rad_s=1.0,
-                waypoint="pour",
-            )
+        reached = 0
+        for index, (x, y, z, angle) in enumerate(path[1:], start=1):
+            try:
+                env.move_tcp(
+                    recorder, x=x, y=y, z=z, tilt=angle, speed_rad_s=1.0, waypoint="pour"
+                )
+            except Unreachable:
+                # Past POUR_MIN_TILT the source pours; an arm that cannot turn it further
+                # (joint limits, its own links) pours from the last pose it reached.
+                if abs(path[reached][3] - path[0][3]) < POUR_MIN_TILT_RAD:
+                    raise
+                break
+            reached = index
+        tilt = path[reached][3] - path[0][3]
         left = _hold_while_pouring(
             env, recorder, source, int(step.params.get("hold_intervals", 15))
         )
-        for x, y, z, angle in reversed(path[:-1]):
+        for x, y, z, angle in reversed(path[:reached]):
             env.move_tcp(
                 recorder, x=x, y=y, z=z, tilt=angle, speed_rad_s=1.0,
                 waypoint="upright",

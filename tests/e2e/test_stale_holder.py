@@ -32,6 +32,7 @@ from runtime.files import file_sha256
 from runtime.prepare import prepare, providers_from_catalog_args, resume_preparation
 from runtime.resume import resume
 from store import EventStore
+from tests.runtime.trajectory_content import content_digest
 
 REPO = Path(__file__).resolve().parents[2]
 TTL_S, HEARTBEAT_S = 3.0, 0.5
@@ -157,16 +158,18 @@ def reference_collection(
     from runtime.collection import collect
 
     collect(run_id, store=store, progress=False)
-    return _commits(store, run_id)
+    return _commits(store, run_id, base / "out")
 
 
-def _commits(store: EventStore, run_id: str) -> dict[tuple[int, int], str]:
+def _commits(store: EventStore, run_id: str, out: Path) -> dict[tuple[int, int], str]:
+    """Each committed episode's trajectory content (its metadata names its run, so two runs'
+    files differ in that field alone; the rest must be equal)."""
     commits: dict[tuple[int, int], str] = {}
     for event in store.read(run_id):
         if event.type == "TrajectoryCommitted":
             key = (event.payload["batch_index"], event.payload["episode_index"])
             assert key not in commits, f"{key} committed twice"
-            commits[key] = event.payload["sha256"]
+            commits[key] = content_digest(out / event.payload["path"])
     return commits
 
 
@@ -191,7 +194,7 @@ def test_a_stopped_collector_publishes_nothing_after_takeover(
         _stop_at_marker(child, marker, log)
         time.sleep(PAST_THE_LEASE_S)
         resume(run_id, store=store, progress=False)
-        assert _commits(store, run_id) == reference_collection
+        assert _commits(store, run_id, out) == reference_collection
         rows, files = _log_rows(store, run_id), _published(out)
         _continue_and_expect_lost(child, log)
     finally:

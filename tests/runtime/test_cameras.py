@@ -16,7 +16,7 @@ from domain.errors import ConfigError
 from domain.task import parse_task
 from runtime.sim.cameras import CameraRig
 from runtime.sim.cameras.rendering import CameraFrame
-from runtime.sim.cameras.rig import check_task_cameras
+from runtime.sim.cameras.rig import check_task_cameras, environment_labels, mount_bodies
 from runtime.sim.environment import TaskEnvironment
 from tests.runtime.camera_fixtures import (
     single_item_task,
@@ -251,15 +251,76 @@ def test_frustum_culling_drops_geoms_but_no_pixel(
 
     try:
         env.reset(None)
-        with CameraRig(task.cameras) as rig:
-            renderer = rig.renderer_for(env)
+        # In this process (not the render server) so the culling can be watched.
+        renderer = rendering.CameraRenderer(
+            env.model, task.cameras, environment_labels(env),
+            mount_bodies(task.cameras, env.model),
+        )
+        try:
             monkeypatch.setattr(rendering.CameraRenderer, "_cull", counting)
             with_culling = [renderer.render(env.data, c) for c in task.cameras]
             renderer.culling = False
             without = [renderer.render(env.data, c) for c in task.cameras]
+        finally:
+            renderer.close()
     finally:
         env.close()
     assert sum(culled) > 0, "some Panda link must lie outside a demo camera's view"
     for culled_frame, full_frame in zip(with_culling, without, strict=True):
         for modality, image in full_frame.images.items():
             assert np.array_equal(culled_frame.images[modality], image), modality
+
+
+def test_the_collecting_process_never_holds_a_gl_context_and_survives_a_dead_renderer() -> None:
+    """Frames render in the render process: the recording process chooses no GL backend
+    (so it may fork), and a render process that dies is reported by name and replaced."""
+    done = _python(
+        """
+        import os, signal
+        from runtime.collection.demo_run import demo_task_path
+        from runtime.sim.cameras import CameraRig, FrameRecorder, backend, render_server
+        from runtime.sim.environment import TaskEnvironment
+        from runtime.sim.recorder import TrajectoryRecorder
+        from runtime.taskfile import load_task
+
+        task = load_task(demo_task_path())
+        env = TaskEnvironment(task, demo_task_path().parent)
+        env.reset(None)
+        rig = CameraRig(task.cameras)
+        recorder = FrameRecorder(TrajectoryRecorder.for_environment(env), rig, env)
+        recorder.begin(env.observation())
+        frames = sum(r.frame_count for r in recorder.recordings.values())
+        print("frames", frames, "chosen here:", backend._chosen)
+        process = render_server.server().process
+        first = process.pid
+        os.kill(first, signal.SIGKILL)
+        process.wait()
+        try:
+            rig.renderer_for(env).render(env.data, task.cameras[0])
+        except render_server.RenderServerDied as error:
+            print("died:", error)
+        rig.close()
+        print("replaced:", render_server.server().process.pid != first)
+        env.close()
+        """
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "frames 2 chosen here: None", done.stderr[-2000:]
+    assert lines[1] == "died: the camera render process exited (exit code -9)"
+    assert lines[2] == "replaced: True"
+
+
+def test_llvmpipe_is_pinned_to_one_thread_for_small_cameras_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Set before the first context of a process (ensure_backend calls it before probing)."""
+    from runtime.sim.cameras import backend
+
+    monkeypatch.delenv("LP_NUM_THREADS", raising=False)
+    backend._pin_rasterizer_threads(512 * 512)
+    assert "LP_NUM_THREADS" not in os.environ
+    backend._pin_rasterizer_threads(256 * 256)
+    assert os.environ["LP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("LP_NUM_THREADS", "2")
+    backend._pin_rasterizer_threads(128 * 128)
+    assert os.environ["LP_NUM_THREADS"] == "2"  # the user's choice stands

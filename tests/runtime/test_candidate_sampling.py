@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,7 +19,12 @@ from runtime.assets.providers import (
     MergedAssetProvider,
     provider_from_description,
 )
-from runtime.preparation.candidates import list_candidates, listing_query, listing_seed
+from runtime.preparation.candidates import (
+    list_candidates,
+    listing_query,
+    listing_seed,
+    listing_stats,
+)
 from runtime.prepare import prepare
 from store import InMemoryEventStore
 from tests.runtime.catalog_fixtures import block_catalog, box_package
@@ -140,3 +146,31 @@ def test_prepare_samples_with_the_run_seed_and_merges_catalogs(tmp_path: Path) -
     assert seen == {f"blocks/block-{i:02d}" for i in range(1, 11)} | {
         f"extra/cube-{i:02d}" for i in range(1, 4)
     }
+
+
+class _OldStyleProvider:
+    """A provider written before seeded sampling: ``candidates(query, limit)`` only."""
+
+    def __init__(self, root: Path) -> None:
+        self.inner = DirectoryAssetProvider(root)
+        self.last_listing = SimpleNamespace(available=1, duplicates=-3)  # cannot be true
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def candidates(self, query: AssetQuery, limit: int) -> list:
+        return self.inner.candidates(query, limit)
+
+    def materialize(self, candidate, context):  # type: ignore[no-untyped-def]
+        return self.inner.materialize(candidate, context)
+
+
+def test_a_provider_without_seed_is_called_as_before_and_its_bad_stats_ignored(
+    blocks: Path,
+) -> None:
+    provider = _OldStyleProvider(blocks)
+    assert _ids(provider, BLOCKS, 3, 12345) == ["block-01", "block-02", "block-03"]
+    assert listing_stats(provider, 3) == {}
+    directory = DirectoryAssetProvider(blocks)
+    directory.candidates(BLOCKS, 3, seed=1)
+    assert listing_stats(directory, 3) == {"available": 46, "duplicates": 0}

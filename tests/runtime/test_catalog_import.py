@@ -412,3 +412,43 @@ def test_multi_link_urdf_merges_fixed_links_through_their_joint_origins(
     for mesh in (collision, trimesh.load(catalog / "mug" / "mesh.obj", force="mesh")):
         assert np.min(np.linalg.norm(mesh.vertices - handle_corner, axis=1)) < 1e-9
     _assert_checks(catalog)
+
+
+def test_several_sources_import_one_package_each_named_after_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for index, name in enumerate(("b1.obj", "b2.stl")):
+        trimesh.creation.box((0.02 + 0.01 * index,) * 3).export(tmp_path / name)
+    (tmp_path / "broken.obj").write_text("mtllib gone.mtl\nv 0 0 0\n")
+    catalog = tmp_path / "catalog"
+    base = ["catalog", "import", "--out", str(catalog), "--category", "block",
+            "--log-level", "warning"]
+    capsys.readouterr()
+    assert main([*base, str(tmp_path / "b1.obj"), str(tmp_path / "broken.obj"),
+                 str(tmp_path / "b2.stl")]) == 2
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].startswith(f"imported b1: {catalog / 'b1'} (12 faces, 0.02 x 0.02 x 0.02 m")
+    assert lines[1] == (
+        f"FAIL  {tmp_path / 'broken.obj'}: {tmp_path}/broken.obj: mesh is empty (no faces)"
+    )
+    assert lines[2].startswith(f"imported b2: {catalog / 'b2'} (12 faces, 0.03 x 0.03 x 0.03 m")
+    assert captured.err == "assetcast: error: 1 of 3 source(s) failed\n"
+    assert sorted(p.name for p in catalog.iterdir()) == ["b1", "b2"]
+    _assert_checks(catalog)
+    # One source needs no --id either; several sources refuse one --id, or two same names.
+    assert main([*base, str(tmp_path / "b1.obj"), "--out", str(tmp_path / "one")]) == 0
+    assert (tmp_path / "one" / "b1" / "asset.catalog.json").is_file()
+    capsys.readouterr()
+    assert main([*base, str(tmp_path / "b1.obj"), str(tmp_path / "b2.stl"), "--id", "x"]) == 2
+    assert capsys.readouterr().err == (
+        "assetcast: error: --id: names one package; with 2 sources each is named after its "
+        "file\n"
+    )
+    (tmp_path / "sub").mkdir()
+    trimesh.creation.box((0.02, 0.02, 0.02)).export(tmp_path / "sub" / "b1.obj")
+    assert main([*base, str(tmp_path / "b1.obj"), str(tmp_path / "sub" / "b1.obj")]) == 2
+    assert capsys.readouterr().err == (
+        f"assetcast: error: --id: {tmp_path / 'b1.obj'} and {tmp_path / 'sub' / 'b1.obj'} "
+        "would both be named 'b1'; import them separately with --id\n"
+    )

@@ -165,3 +165,61 @@ def test_ply_vertex_colours_are_kept(tmp_path: Path) -> None:
     assert {(20, 40, 220), (200, 30, 30)} <= seen
     results = check_catalog(tmp_path / "catalog")
     assert [r.ok for r in results] == [True], [r.reason for r in results]
+
+
+def _textured_obj(folder: Path, name: str, colour_shift: int = 0) -> None:
+    """``folder/name.obj`` + ``material.mtl`` + ``material_0.png``, as trimesh exports them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    box = _textured_box()
+    pixels = ((PIXELS.astype(int) + colour_shift) % 256).astype(np.uint8)
+    box.visual = trimesh.visual.TextureVisuals(uv=box.visual.uv, image=Image.fromarray(pixels))
+    box.export(folder / f"{name}.obj", include_normals=True)
+
+
+def test_urdf_visual_mesh_keeps_its_texture(tmp_path: Path) -> None:
+    # pybullet's duck: a URDF whose visual is a scaled, rotated OBJ with an MTL and a texture.
+    _textured_obj(tmp_path / "meshes", "duck")
+    (tmp_path / "duck.urdf").write_text(
+        '<robot name="duck"><link name="base">'
+        '<visual><origin xyz="0 0 0.01" rpy="1.5707963267948966 0 0"/>'
+        '<geometry><mesh filename="meshes/duck.obj" scale="2 2 2"/></geometry></visual>'
+        '<collision><origin xyz="0 0 0.01" rpy="1.5707963267948966 0 0"/>'
+        '<geometry><mesh filename="meshes/duck.obj" scale="2 2 2"/></geometry></collision>'
+        "</link></robot>"
+    )
+    result = import_asset(tmp_path / "duck.urdf", tmp_path / "catalog",
+                          ImportOptions("duck", "duck"))
+    package = result.package_dir
+    assert sorted(p.name for p in package.iterdir()) == [
+        "asset.catalog.json", "collision.obj", "material.mtl", "material_0.png", "mesh.obj"
+    ]
+    assert (package / "material_0.png").read_bytes() == (
+        tmp_path / "meshes" / "material_0.png"
+    ).read_bytes()
+    assert result.descriptor.provenance["materials"] == "carried from the visual mesh files"
+    assert result.descriptor.bounds_m is not None  # 0.04 x 0.03 x 0.02 box, doubled, Rx(90)
+    assert np.allclose(result.descriptor.bounds_m.extents, [0.08, 0.04, 0.06])
+    [part] = load_visual_parts(package / "mesh.obj", "urdf-duck")
+    assert part.texture is not None and np.array_equal(part.texture, PIXELS)
+    results = check_catalog(tmp_path / "catalog")
+    assert [r.ok for r in results] == [True], [r.reason for r in results]
+
+
+def test_urdf_visual_meshes_whose_files_clash_stay_geometry_only(tmp_path: Path) -> None:
+    _textured_obj(tmp_path / "a", "left")
+    _textured_obj(tmp_path / "b", "right", colour_shift=40)  # another material_0.png
+    (tmp_path / "pair.urdf").write_text(
+        '<robot name="pair"><link name="base">'
+        '<visual><geometry><mesh filename="a/left.obj"/></geometry></visual>'
+        '<visual><origin xyz="0.05 0 0"/><geometry><mesh filename="b/right.obj"/></geometry>'
+        "</visual></link></robot>"
+    )
+    result = import_asset(tmp_path / "pair.urdf", tmp_path / "catalog",
+                          ImportOptions("pair", "pair"))
+    assert sorted(p.name for p in result.package_dir.iterdir()) == [
+        "asset.catalog.json", "mesh.obj"
+    ]
+    assert result.descriptor.provenance["visual_note"] == (
+        "geometry only: right.obj needs the name(s) material_0.png, material_0 "
+        "another visual mesh already uses"
+    )

@@ -40,14 +40,16 @@ def test_rebuild_snapshots_recomputes_them_and_reads_do_not_change(
     assert code == 0
     version = EventStore(db_url).state("r").version
     assert out.splitlines() == [
-        f"r: snapshots at seq {version} (chain, digest, fold, forensics)",
+        f"r: snapshots at seq {version} (asset_outcomes, chain, digest, fold, forensics)",
         f"{db_url}: rebuilt snapshots of 1 run(s)",
     ]
     with engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT kind, seq FROM snapshots ORDER BY kind")).all()
     engine.dispose()
-    assert [tuple(r) for r in rows] == [("chain", version), ("digest", version),
-                                        ("fold", version), ("forensics", version)]
+    assert [tuple(r) for r in rows] == [
+        ("asset_outcomes", version), ("chain", version), ("digest", version),
+        ("fold", version), ("forensics", version),
+    ]
     assert [_run([cmd, "r", "--db", db_url], capsys) for cmd in ("show", "forensics")] == before
 
 

@@ -28,7 +28,9 @@ import numpy as np
 from runtime.logging import configure_logging
 configure_logging(level="warning")
 from runtime.collection.demo_run import demo_task_path
-from runtime.sim.cameras import CameraRig, ensure_backend
+from runtime.sim.cameras import ensure_backend
+from runtime.sim.cameras.rendering import CameraRenderer
+from runtime.sim.cameras.rig import environment_labels, mount_bodies
 from runtime.sim.environment import TaskEnvironment
 from runtime.taskfile import load_task
 
@@ -36,11 +38,15 @@ task = load_task(demo_task_path())
 env = TaskEnvironment(task, demo_task_path().parent)
 env.reset(None)
 images = {}
-with CameraRig(task.cameras) as rig:
-    renderer = rig.renderer_for(env)
-    for camera in task.cameras:
-        for modality, image in renderer.render(env.data, camera).images.items():
-            images[f"{camera.name}.{modality}"] = image
+# The renderer in this fresh process itself (not the render server): this process's
+# backend is the one under test.
+renderer = CameraRenderer(
+    env.model, task.cameras, environment_labels(env), mount_bodies(task.cameras, env.model)
+)
+for camera in task.cameras:
+    for modality, image in renderer.render(env.data, camera).images.items():
+        images[f"{camera.name}.{modality}"] = image
+renderer.close()
 env.close()
 print(ensure_backend())
 np.savez(sys.argv[1], **images)

@@ -167,3 +167,19 @@ def test_cli_resume_repair_restores_then_refuses_altered_inputs(
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("assetcast")]
     assert len(err) == 1 and err[0].startswith(f"assetcast: error: run {run_id}: ")
     assert err[0].endswith("; refusing to resume (see `assetcast verify`)")
+
+
+def test_repair_then_resume_finishes_an_interrupted_run(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    from tests.runtime.test_resume import interrupted_run
+
+    run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=4)
+    receipt = _commits(store, run_id)[0]
+    path = tmp_path / "out" / receipt["path"]
+    original = path.read_bytes()
+    path.unlink()
+    resume(run_id, store=store, repair=True, progress=False)
+    assert path.read_bytes() == original
+    assert store.state(run_id).state == "completed"
+    assert verify_events(run_id, store.read(run_id)).problems == []

@@ -36,13 +36,19 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return root, relpaths
 
 
-def _pour_task(root: Path, relpaths: dict[str, str], bottle: str, cup: str) -> Path:
-    folder = root / f"{bottle}_{cup}"
+ARM = {"kind": "franka_panda"}
+
+
+def _pour_task(
+    root: Path, relpaths: dict[str, str], bottle: str, cup: str, robot: str = "gantry"
+) -> Path:
+    folder = root / f"{robot}_{bottle}_{cup}"
     if not folder.exists():
         shutil.copytree(root / "cache", folder / "cache")
         mapping = task_mapping(
             {"package": relpaths[bottle]},
             {"package": relpaths[cup]},
+            robot=ARM if robot == "arm" else None,
             program=[
                 {"skill": "pick", "object": "item"},
                 {"skill": "pour", "object": "item", "target": "bin"},
@@ -84,9 +90,18 @@ def test_the_source_is_filled_deterministically_from_its_cavity_and_mouth(
     assert particle_set(env.geometries["bin"]) is not None
 
 
-def test_pour_into_a_fitting_cup_is_accepted(prepared: tuple[Path, dict[str, str]]) -> None:
+# (robot, bottle, seed): the gantry's hand holds the 70 mm bottle; the Panda's 80 mm hand takes
+# the 60 mm one (it cannot lift the heavier 70 mm bottle).
+FITTING = [("gantry", "bottle-mouth-r015", 2), ("arm", "bottle-mouth-r010", 0)]
+TOO_SMALL = [("gantry", "bottle-mouth-r015", 1), ("arm", "bottle-mouth-r010", 0)]
+
+
+@pytest.mark.parametrize(("robot", "bottle", "seed"), FITTING)
+def test_pour_into_a_fitting_cup_is_accepted(
+    prepared: tuple[Path, dict[str, str]], robot: str, bottle: str, seed: int
+) -> None:
     root, relpaths = prepared
-    env, final = _episode(_pour_task(root, relpaths, "bottle-mouth-r015", "cup-r050"), 1)
+    env, final = _episode(_pour_task(root, relpaths, bottle, "cup-r050", robot), seed)
     fraction = final[0]
     assert (fraction.name, fraction.status) == ("poured_fraction", "passed"), fraction.detail
     assert fraction.metrics["particles"] == MAX_PARTICLES
@@ -94,9 +109,12 @@ def test_pour_into_a_fitting_cup_is_accepted(prepared: tuple[Path, dict[str, str
     assert checks_accept(final), [c.detail for c in final]
 
 
-def test_pour_into_a_too_small_cup_is_rejected(prepared: tuple[Path, dict[str, str]]) -> None:
+@pytest.mark.parametrize(("robot", "bottle", "seed"), TOO_SMALL)
+def test_pour_into_a_too_small_cup_is_rejected(
+    prepared: tuple[Path, dict[str, str]], robot: str, bottle: str, seed: int
+) -> None:
     root, relpaths = prepared
-    env, final = _episode(_pour_task(root, relpaths, "bottle-mouth-r015", "cup-r020"), 1)
+    env, final = _episode(_pour_task(root, relpaths, bottle, "cup-r020", robot), seed)
     fraction = final[0]
     assert fraction.status == "failed"
     assert fraction.metrics["fraction"] < 0.8
@@ -134,3 +152,24 @@ def test_the_check_spelling_with_source_and_min_parses_to_object_and_params() ->
     assert str(error.value) == (
         "task.yaml: checks.final[0].source: give either object or source, not both"
     )
+
+
+def test_segmentation_labels_the_particles_as_their_source(
+    prepared: tuple[Path, dict[str, str]],
+) -> None:
+    import mujoco
+
+    from runtime.sim.cameras.labels import entity_label, segmentation_labels
+    from runtime.sim.scene import entity_body_name, particle_body_name
+
+    root, relpaths = prepared
+    env = TaskEnvironment.from_deployment(
+        _pour_task(root, relpaths, "bottle-mouth-r015", "cup-r050")
+    )
+    ids = ["item", "bin"]
+    bodies = {e: env.model.body(entity_body_name(e)).id for e in ids}
+    labels = segmentation_labels(env.model, ids, bodies)
+    geom = mujoco.mj_name2id(
+        env.model, mujoco.mjtObj.mjOBJ_GEOM, f"{particle_body_name('item', 0)}_geom"
+    )
+    assert labels.names[labels.geom_label[geom]] == entity_label("item")

@@ -2,9 +2,10 @@
 
 One interface (:func:`import_asset`), one module per step: ``loading`` (orientation,
 scale, welding, origin), ``urdf`` (links merged through fixed joints, stated physics),
-``visual`` (UVs, normals, materials, colours), ``regions`` (container and support
-estimates), ``physics`` (flags over stated mass and friction), ``source_files`` (the
-MTL/texture files an OBJ refers to) and ``writing`` (deterministic package bytes).
+``visual`` (UVs, normals, materials, colours), ``urdf_visual`` (a URDF's mesh files'
+look), ``regions`` (container and support estimates), ``physics`` (flags over stated mass
+and friction), ``source_files`` (the MTL/texture files an OBJ refers to) and ``writing``
+(deterministic package bytes).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from runtime.assets.importing.regions import (
     estimate_support,
 )
 from runtime.assets.importing.source_files import CarriedFiles, carry_obj_references
-from runtime.assets.importing.urdf import load_urdf
+from runtime.assets.importing.urdf import UrdfObject, load_urdf
+from runtime.assets.importing.urdf_visual import urdf_visual
 from runtime.assets.importing.visual import (
     MTL_NAME,
     VisualMesh,
@@ -115,17 +117,28 @@ def _provenance(
 
 
 def _visual(
-    source: Path, oriented: OrientedMesh, carried: CarriedFiles, options: ImportOptions
+    source: Path, oriented: OrientedMesh, carried: CarriedFiles, options: ImportOptions,
+    urdf: UrdfObject | None, provenance: dict[str, Any],
 ) -> VisualMesh | None:
     """The source's textured parts in the package frame, or None (geometry only): none to
-    keep, a URDF, or parts whose bounds are not the welded mesh's (vertices only degenerate
-    faces used), which would break the normalized frame."""
-    if oriented.source_format == "urdf":
-        return None
-    found = load_visual(
-        source, oriented.source_format, limits=options.limits,
-        carried_files=carried.files, mtllibs=carried.mtllibs,
-    )
+    keep, or parts whose bounds are not the welded mesh's (vertices only degenerate faces
+    used), which would break the normalized frame. A URDF's visual mesh files count as its
+    source (their dropped references and any reason for geometry only go to provenance)."""
+    if urdf is not None:
+        gathered = urdf_visual(
+            urdf.visual_sources, limits=options.limits,
+            drop_missing=options.drop_missing_references,
+        )
+        if gathered.dropped:
+            provenance["dropped_references"] = gathered.dropped
+        if gathered.note:
+            provenance["visual_note"] = gathered.note
+        found = gathered.visual
+    else:
+        found = load_visual(
+            source, oriented.source_format, limits=options.limits,
+            carried_files=carried.files, mtllibs=carried.mtllibs,
+        )
     if found is None:
         return None
     placed = transformed(found, oriented.transform)
@@ -154,6 +167,7 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
     digest = sha256_hex(
         read_inside(source.parent, source.name, limit=MAX_PACKAGE_BYTES, error=AssetValidationError)
     )
+    urdf: UrdfObject | None = None
     if source.suffix.lower() == ".urdf":
         urdf = load_urdf(source, options.limits)
         stated_physics, stated_source = urdf.physics, urdf.physics_source
@@ -175,14 +189,16 @@ def import_asset(source: Path, catalog: Path, options: ImportOptions) -> ImportR
         carry_obj_references(source, drop_missing=options.drop_missing_references)
         if oriented.source_format == "obj" else CarriedFiles()
     )
-    visual = _visual(source, oriented, carried, options)
     provenance = _provenance(source, digest, oriented, carried)
+    visual = _visual(source, oriented, carried, options, urdf, provenance)
     if visual is not None:
         mesh_data = visual_obj_bytes(visual)
         provenance["visual"] = (
             "the source's UVs, normals and materials per part; collision.obj is the welded mesh"
         )
-        if oriented.source_format in ("glb", "gltf"):
+        if oriented.source_format == "urdf":
+            provenance["materials"] = "carried from the visual mesh files"
+        elif oriented.source_format in ("glb", "gltf"):
             provenance["materials"] = (
                 f"base colour and texture converted to {MTL_NAME} and PNG files"
             )

@@ -55,9 +55,21 @@ def _origin(element: ElementTree.Element, where: str) -> np.ndarray:
     return matrix
 
 
-def _geometry(
+@dataclass(frozen=True)
+class VisualSource:
+    """One ``<visual>`` element: its placed geometry (root link frame) and, for a mesh file,
+    the file and the transform from the file's frame to the root link's (scale, origin,
+    link placement), so the importer can carry the file's UVs and materials too."""
+
+    mesh: trimesh.Trimesh
+    path: Path | None
+    transform: np.ndarray
+
+
+def _shape(
     element: ElementTree.Element, root: Path, where: str, limits: MeshLimits
-) -> trimesh.Trimesh:
+) -> tuple[trimesh.Trimesh, Path | None, np.ndarray]:
+    """The shape (mesh file scaled, or primitive), its file if any, and the scale applied."""
     geometry = element.find("geometry")
     if geometry is None or len(geometry) != 1:
         raise AssetValidationError(f"{where}: needs exactly one <geometry> shape")
@@ -69,34 +81,37 @@ def _geometry(
             root="the URDF's folder",
         )
         mesh = load_mesh(root / rel, label=str(root / rel), limits=limits)
-        mesh.apply_scale(_numbers(shape.get("scale"), 3, 1.0, f"{where}: mesh scale"))
-        return mesh
+        scale = np.diag([*_numbers(shape.get("scale"), 3, 1.0, f"{where}: mesh scale"), 1.0])
+        mesh.apply_transform(scale)
+        return mesh, root / rel, scale
     if shape.tag == "box":
-        return trimesh.creation.box(_numbers(shape.get("size"), 3, 0.0, f"{where}: box size"))
+        size = _numbers(shape.get("size"), 3, 0.0, f"{where}: box size")
+        return trimesh.creation.box(size), None, np.eye(4)
     if shape.tag == "cylinder":
         [radius] = _numbers(shape.get("radius"), 1, 0.0, f"{where}: cylinder radius")
         [length] = _numbers(shape.get("length"), 1, 0.0, f"{where}: cylinder length")
-        return trimesh.creation.cylinder(radius=radius, height=length, sections=32)
+        return trimesh.creation.cylinder(radius=radius, height=length, sections=32), None, np.eye(4)
     if shape.tag == "sphere":
         [radius] = _numbers(shape.get("radius"), 1, 0.0, f"{where}: sphere radius")
-        return trimesh.creation.icosphere(subdivisions=3, radius=radius)
+        return trimesh.creation.icosphere(subdivisions=3, radius=radius), None, np.eye(4)
     raise AssetValidationError(f"{where}: unsupported geometry <{shape.tag}>")
 
 
 def _parts(
     link: ElementTree.Element, tag: str, root: Path, label: str, limits: MeshLimits,
     placement: np.ndarray,
-) -> list[trimesh.Trimesh]:
+) -> list[VisualSource]:
     """The link's ``tag`` shapes, each at its origin within the link, the link at
     ``placement`` within the root link."""
-    meshes = []
+    sources = []
     name = link.get("name") or "?"
     for index, element in enumerate(link.findall(tag)):
         where = f"{label}: link {name!r}: {tag}[{index}]"
-        mesh = _geometry(element, root, where, limits)
-        mesh.apply_transform(placement @ _origin(element, where))
-        meshes.append(mesh)
-    return meshes
+        mesh, path, scale = _shape(element, root, where, limits)
+        placed = placement @ _origin(element, where)
+        mesh.apply_transform(placed)
+        sources.append(VisualSource(mesh, path, placed @ scale))
+    return sources
 
 
 def _placements(robot: ElementTree.Element, path: Path) -> dict[str, np.ndarray]:
@@ -167,6 +182,7 @@ class UrdfObject:
     collision: trimesh.Trimesh | None
     physics: dict[str, Any]
     physics_source: dict[str, str]
+    visual_sources: tuple[VisualSource, ...] = ()
 
 
 def _scalar(element: ElementTree.Element | None, where: str) -> float | None:
@@ -218,12 +234,14 @@ def load_urdf(path: Path, limits: MeshLimits) -> UrdfObject:
         raise AssetValidationError(f"{path}: expected a <robot> with at least one <link>")
     placements = _placements(robot, path)
     merged: dict[str, trimesh.Trimesh | None] = {}
+    sources: dict[str, list[VisualSource]] = {}
     for tag in ("visual", "collision"):
-        meshes = [
-            mesh for link in robot.findall("link")
-            for mesh in _parts(link, tag, path.parent, str(path), limits,
-                               placements[link.get("name") or ""])
+        sources[tag] = [
+            source for link in robot.findall("link")
+            for source in _parts(link, tag, path.parent, str(path), limits,
+                                 placements[link.get("name") or ""])
         ]
+        meshes = [source.mesh for source in sources[tag]]
         merged[tag] = trimesh.util.concatenate(meshes) if meshes else None
         if merged[tag] is not None:
             mesh = merged[tag]
@@ -234,4 +252,4 @@ def load_urdf(path: Path, limits: MeshLimits) -> UrdfObject:
     physics, source = _physics(robot, path)
     if visual is None:
         return UrdfObject(collision, None, physics, source)  # type: ignore[arg-type]
-    return UrdfObject(visual, collision, physics, source)
+    return UrdfObject(visual, collision, physics, source, tuple(sources["visual"]))

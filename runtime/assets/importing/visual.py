@@ -242,15 +242,16 @@ def load_visual(
 
 
 def transformed(visual: VisualMesh, matrix: np.ndarray) -> VisualMesh:
-    """``visual`` under ``matrix`` (rotation, uniform scale, translation): normals rotate."""
-    rotation = matrix[:3, :3]
-    scale = float(np.cbrt(abs(np.linalg.det(rotation)))) or 1.0
+    """``visual`` under the affine ``matrix``; normals by its inverse transpose (a URDF mesh
+    may be scaled unevenly), renormalized."""
+    linear = matrix[:3, :3]
+    normal_map = np.linalg.inv(linear).T if abs(np.linalg.det(linear)) > 0 else linear
     parts = []
     for part in visual.parts:
-        vertices = part.vertices @ rotation.T + matrix[:3, 3]
+        vertices = part.vertices @ linear.T + matrix[:3, 3]
         normals = None
         if part.normals is not None:
-            turned = part.normals @ (rotation / scale).T
+            turned = part.normals @ normal_map.T
             lengths = np.linalg.norm(turned, axis=1, keepdims=True)
             normals = np.divide(turned, lengths, out=np.zeros_like(turned), where=lengths > 0)
         parts.append(

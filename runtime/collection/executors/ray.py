@@ -27,6 +27,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ log = structlog.get_logger(__name__)
 
 EPISODES_AHEAD = 2  # episodes queued on an actor beyond the one it runs
 MAX_DEATHS_PER_EPISODE = 5
+WAIT_NOTICE_S = 60.0  # a warning names the batches still waited for after this long
 FORWARDED_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "ASSETCAST_RENDER_BACKEND")
 
 
@@ -72,6 +74,7 @@ class _ActorBody:
         self.home = Path(tempfile.mkdtemp(prefix=f"assetcast-worker-{name}-"))
         os.chdir(self.home)  # each worker in its own working directory
         self.worker = BatchWorker(settings, name, cache_root=self.home / "deployments")
+        self.calls: list[tuple[str, float, float]] = []  # (kind, entered, left): perf_counter
 
     def identity(self) -> dict[str, Any]:
         import ray
@@ -83,18 +86,29 @@ class _ActorBody:
         }
 
     def open(self, work: BatchWork, package: Any) -> BatchOpened:
+        entered = time.perf_counter()
         try:
             return self.worker.open(dataclasses.replace(work, package=package))
         except BaseException as error:
             error.assetcast_where = self.worker.where  # type: ignore[attr-defined]
             raise
+        finally:
+            self.calls.append(("open", entered, time.perf_counter()))
 
     def episode(self, batch_index: int, episode_index: int) -> Any:
+        entered = time.perf_counter()
         try:
             return self.worker.episode(batch_index, episode_index)
         except BaseException as error:
             error.assetcast_where = self.worker.where  # type: ignore[attr-defined]
             raise
+        finally:
+            self.calls.append(("episode", entered, time.perf_counter()))
+
+    def timings(self) -> list[tuple[str, float, float]]:
+        """When each call ran (this process's clock): the gaps between queued calls are
+        Ray's per-call dispatch and result hand-off cost on the worker's side."""
+        return list(self.calls)
 
     def close(self) -> None:
         try:
@@ -133,10 +147,16 @@ class RayExecutor(Executor):
         self._deaths: dict[tuple[int, int | None], int] = {}
         self.identities: dict[str, dict[str, Any]] = {}
         self._actor_class: Any = None
+        # Driver-side costs, for bench/bench_ray.py: packing + putting deployments, and
+        # fetching results that were already complete (deserializing the bytes).
+        self.pack_s = 0.0
+        self.get_s = 0.0
+        self.timings: dict[str, list[tuple[str, float, float]]] = {}
 
     # ------------------------------------------------------------------ set-up
 
-    def _start(self) -> None:
+    def _start(self, batches: int | None = None) -> None:
+        """Start or join Ray and spawn the workers (no more than there are batches)."""
         import ray
 
         if self._started:
@@ -159,7 +179,8 @@ class RayExecutor(Executor):
                     f": {type(error).__name__}: {error}"
                 ) from error
             self._owns_ray = True
-        for slot in range(self.workers):
+        wanted = self.workers if batches is None else max(1, min(self.workers, batches))
+        for slot in range(wanted):
             self._spawn(slot)
         log.info(
             "ray_workers_started", workers=self.workers, address=self.address,
@@ -172,9 +193,11 @@ class RayExecutor(Executor):
         generation = self._generation.get(slot, -1) + 1
         self._generation[slot] = generation
         name = f"ray-{slot}" if generation == 0 else f"ray-{slot}.{generation}"
-        env = {key: os.environ[key] for key in FORWARDED_ENV if key in os.environ}
         options: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_task_retries": 0}
-        if env:
+        # A Ray instance started by this process passes our environment on to its workers;
+        # on a cluster's other machines the rendering choice has to travel with the actor.
+        env = {key: os.environ[key] for key in FORWARDED_ENV if key in os.environ}
+        if env and self.address not in (None, "auto"):
             options["runtime_env"] = {"env_vars": env}
         if self._actor_class is None:
             self._actor_class = ray.remote(_ActorBody)
@@ -198,7 +221,7 @@ class RayExecutor(Executor):
 
         if not batches:
             return
-        self._start()
+        self._start(len(batches))
         queue: deque[BatchWork] = deque(batches)
         free = deque(self._actors)
         inflight: dict[str, _Assignment] = {}
@@ -213,11 +236,20 @@ class RayExecutor(Executor):
                     yield BatchDone(a.work.batch_index, a.name)
                     free.append(name)
                 continue
-            [ready], _ = ray.wait(list(heads), num_returns=1)
-            a = heads[ready]
+            ready, _ = ray.wait(list(heads), num_returns=1, timeout=WAIT_NOTICE_S)
+            if not ready:  # e.g. a joined cluster without a free CPU for an actor
+                log.warning(
+                    "ray_results_pending", waited_s=WAIT_NOTICE_S,
+                    batches=sorted(x.work.batch_index for x in inflight.values()),
+                    hint="every worker needs one free CPU on the cluster",
+                )
+                continue
+            a = heads[ready[0]]
             kind, episode_index, ref = a.calls.popleft()
+            fetch_started = time.perf_counter()
             try:
                 value = ray.get(ref)
+                self.get_s += time.perf_counter() - fetch_started
             except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as died:
                 inflight.pop(a.name)
                 replacement = self._replace(a, episode_index, died)
@@ -246,9 +278,11 @@ class RayExecutor(Executor):
     def _assign(self, name: str, work: BatchWork) -> _Assignment:
         import ray
 
+        started = time.perf_counter()
         package = pack_deployment(work.deployment_path, work.manifest_sha256, work.batch_index)
         actor = self._actors[name]
         a = _Assignment(actor, name, work, ray.put(package))
+        self.pack_s += time.perf_counter() - started
         a.calls.append(("open", None, actor.open.remote(work, a.package)))
         self._top_up(a)
         return a
@@ -285,9 +319,10 @@ class RayExecutor(Executor):
         if self._deaths[key] >= MAX_DEATHS_PER_EPISODE:
             self._where = Where("episode" if episode_index is not None else "build_environment",
                                 b, episode_index)
+            first_line = (str(died).strip().splitlines() or [""])[0][:300]
             raise WorkerLost(
                 f"batch {b}: the Ray worker died {self._deaths[key]} times while {step} "
-                f"batch {b} ran; last: {type(died).__name__}"
+                f"batch {b} ran; last: {type(died).__name__}: {first_line}"
             )
         slot = int(a.name.split("-")[1].split(".")[0])
         return self._spawn(slot)
@@ -317,6 +352,7 @@ class RayExecutor(Executor):
             return
         first: BaseException | None = None
         actors, self._actors = self._actors, {}
+        self._collect_timings(actors)
         calls = {name: actor.close.remote() for name, actor in actors.items()}
         for name, ref in calls.items():
             try:
@@ -334,6 +370,15 @@ class RayExecutor(Executor):
         self.shutdown()
         if first is not None:
             raise first
+
+    def _collect_timings(self, actors: dict[str, Any]) -> None:
+        import ray
+
+        for name, actor in actors.items():
+            try:
+                self.timings[name] = ray.get(actor.timings.remote(), timeout=30)
+            except Exception:  # noqa: BLE001 - statistics only; a dead worker has none
+                continue
 
     def shutdown(self) -> None:
         import ray

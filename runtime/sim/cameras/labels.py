@@ -43,6 +43,14 @@ def label_names(entity_ids: Sequence[str]) -> tuple[str, ...]:
     return (BACKGROUND, TABLE, ROBOT, *(entity_label(e) for e in entity_ids), WORLD)
 
 
+def _particle_owner(body_name: str, entity_ids: Sequence[str]) -> str | None:
+    """The entity whose particles (``runtime.sim.scene.particle_body_name``) a body is."""
+    for entity_id in entity_ids:
+        if body_name.startswith(f"entity_{entity_id}_particle_"):
+            return entity_id
+    return None
+
+
 def segmentation_labels(
     model: mujoco.MjModel, entity_ids: Sequence[str], entity_body: dict[str, int]
 ) -> SegmentationLabels:
@@ -58,7 +66,10 @@ def segmentation_labels(
         root = body
         while root != 0 and root not in body_label:
             root = int(model.body_parentid[root])
-        if root in body_label:
+        owner = _particle_owner(model.body(body).name, entity_ids)
+        if owner is not None:  # a pour source's particles are part of what it holds
+            labels[geom] = index[entity_label(owner)]
+        elif root in body_label:
             labels[geom] = body_label[root]
         elif model.geom(geom).name == TABLE_GEOM:
             labels[geom] = index[TABLE]

@@ -7,29 +7,25 @@ for each camera due. So frame ``k`` of a camera is trajectory sample ``k * strid
 timestamp is ``k / fps`` seconds after the program started: an integer index divided once,
 never a sum of float intervals. Skills never know whether cameras are on.
 
-Each noted sample is handed at once to the rig's render thread (``RenderThread``), which
-renders it from its own scratch ``MjData`` whose kinematics are recomputed from the noted
-``qpos``: the frames are drawn on the second core while the physics runs on the first, and
-``recordings`` (asked for when the episode is committed) only waits for the last ones. What
-a frame shows depends only on the noted positions, so it is the same whenever and on
-whichever thread it is rendered. RGB frames are fed to their H.264 encoder on the same
-thread as they are drawn (``Mp4Encoder``: the same bytes as encoding them all at the end).
-A rejected episode's frames are simply dropped; a new episode (``begin``) cancels whatever
-of the previous one has not started.
+Each noted sample is sent at once to the render process (``render_server``), which renders
+it from its own ``MjData`` whose kinematics are recomputed from the noted ``qpos``, and
+feeds each RGB frame to its H.264 encoder there (``Mp4Encoder``: the same bytes as encoding
+them all at the end). So the frames are drawn on the second core while the physics runs on
+the first, and ``recordings`` (asked for when the episode is committed) only waits for the
+last ones. What a frame shows depends only on the noted positions, so it is the same
+whenever and in whichever process it is rendered. A rejected episode's frames are dropped
+when the next episode begins.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from domain.cameras import CameraSpec
-from runtime.sim.cameras.encoding import Mp4Encoder
 from runtime.sim.cameras.labels import SegmentationLabels
 from runtime.sim.cameras.rig import CameraRig
 
@@ -43,8 +39,7 @@ class CameraRecording:
     images: dict[str, list[np.ndarray]]
     positions: list[np.ndarray]
     quats: list[np.ndarray]
-    rgb_encoder: Mp4Encoder | None = None  # fed on the render thread as frames arrive
-    encoded: dict[str, bytes] = field(default_factory=dict)  # file bytes, once finished
+    encoded: dict[str, bytes] = field(default_factory=dict)  # file bytes made while recording
 
     @property
     def frame_count(self) -> int:
@@ -67,12 +62,9 @@ class FrameRecorder:
         self._strides = {c.name: strides[c.name] for c in self._cameras}
         self._positions: list[np.ndarray] = []  # qpos at each sample some camera is due
         self._due: list[tuple[CameraSpec, ...]] = []
-        self._pending: list[Future[None]] = []
-        self._scratch: mujoco.MjData | None = None  # used on the render thread only
-        self._recordings: dict[str, CameraRecording] = self._empty_recordings()
-        self._complete = False
+        self._recordings: dict[str, CameraRecording] | None = None
+        self.render_seconds = 0.0  # spent in the render process, for the benchmark
         self.samples = 0
-        rig.adopt(self)
 
     @property
     def labels(self) -> SegmentationLabels:
@@ -82,50 +74,20 @@ class FrameRecorder:
     def num_actions(self) -> int:
         return int(self.trajectory.num_actions)
 
-    def _empty_recordings(self) -> dict[str, CameraRecording]:
-        return {
-            c.name: CameraRecording(c, self._strides[c.name], {m: [] for m in c.modalities}, [], [])
-            for c in self._cameras
-        }
-
     def _note(self) -> None:
         due = tuple(c for c in self._cameras if self.samples % self._strides[c.name] == 0)
         if due:
             qpos = np.array(self.env.data.qpos, dtype=np.float64)
             self._positions.append(qpos)
             self._due.append(due)
-            recordings = self._recordings
-            self._pending.append(
-                self.renderer.submit(lambda renderer: self._render(renderer, recordings, qpos, due))
-            )
-
-    def cancel_pending(self) -> None:
-        """Drop the frames not yet rendered (the episode will not be committed)."""
-        self._cancel_pending()
-        self._complete = False
-
-    def _cancel_pending(self) -> None:
-        for future in self._pending:
-            future.cancel()
-        for future in self._pending:
-            if not future.cancelled():
-                try:
-                    future.result()
-                except Exception:  # noqa: S110 - that episode's frames are dropped anyway
-                    pass
-        self._pending = []
-        for recording in self._recordings.values():
-            if recording.rgb_encoder is not None and "rgb" not in recording.encoded:
-                recording.rgb_encoder.close()
-                recording.rgb_encoder = None
+            self.renderer.sample(qpos, [c.name for c in due])
 
     def begin(self, observation: Mapping[str, np.ndarray]) -> None:
         self.trajectory.begin(observation)
-        self._cancel_pending()
+        self.renderer.begin()
         self._positions.clear()
         self._due.clear()
-        self._recordings = self._empty_recordings()
-        self._complete = False
+        self._recordings = None
         self.samples = 0
         self._note()
 
@@ -136,48 +98,26 @@ class FrameRecorder:
 
     @property
     def recordings(self) -> dict[str, CameraRecording]:
-        """Every camera's frames, once the render thread has drawn them all (module doc)."""
-        if not self._complete:
-            pending, self._pending = self._pending, []
-            for future in pending:
-                future.result()  # in order; a rendering error surfaces here, with its type
-            self.renderer.call(lambda _renderer: self._finish_videos())
-            self._complete = True
+        """Every camera's frames, once the render process has drawn them all (module doc)."""
+        if self._recordings is None:
+            self._recordings = self._collect()
         return self._recordings
 
-    def _finish_videos(self) -> None:
-        for recording in self._recordings.values():
-            if recording.rgb_encoder is not None:
-                recording.encoded["rgb"] = recording.rgb_encoder.finish()
-                recording.rgb_encoder = None
-
-    def _render(
-        self,
-        renderer: Any,
-        recordings: dict[str, CameraRecording],
-        qpos: np.ndarray,
-        due: tuple[CameraSpec, ...],
-    ) -> None:
-        """On the render thread: the frames of one sample, appended in sample order."""
-        model = self.model
-        if self._scratch is None:
-            self._scratch = mujoco.MjData(model)
-        data = self._scratch
-        data.qpos[:] = qpos
-        mujoco.mj_kinematics(model, data)
-        mujoco.mj_comPos(model, data)
-        mujoco.mj_camlight(model, data)
-        for camera in due:
-            frame = renderer.render(data, camera)
-            recording = recordings[camera.name]
-            for modality, image in frame.images.items():
-                recording.images[modality].append(image)
-            recording.positions.append(frame.position_m)
-            recording.quats.append(frame.quat_wxyz)
-            if "rgb" in frame.images:
-                if recording.rgb_encoder is None:
-                    recording.rgb_encoder = Mp4Encoder(camera.fps, camera.width, camera.height)
-                recording.rgb_encoder.add(frame.images["rgb"])
+    def _collect(self) -> dict[str, CameraRecording]:
+        result = self.renderer.finish()  # a rendering error surfaces here, with its type
+        self.render_seconds = float(result["seconds"])
+        recordings = {}
+        for camera in self._cameras:
+            take = result["cameras"][camera.name]
+            images = {
+                modality: [] if stack is None else list(stack)
+                for modality, stack in take["images"].items()
+            }
+            recordings[camera.name] = CameraRecording(
+                camera, self._strides[camera.name], images, list(take["positions"]),
+                list(take["quats"]), dict(take["encoded"]),
+            )
+        return recordings
 
     def to_payload(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         return dict(self.trajectory.to_payload(metadata))

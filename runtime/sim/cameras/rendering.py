@@ -51,6 +51,19 @@ def _matrix_quat(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
+def camera_pose(
+    camera: CameraSpec, data: mujoco.MjData, mount_body: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """World position and rotation matrix (columns: camera x, y, z) of ``camera``;
+    ``mount_body`` is the body id of a mounted camera (None when fixed)."""
+    position = np.asarray(camera.pose.position_m, dtype=np.float64)
+    rotation = _quat_matrix(camera.pose.orientation())
+    if camera.mount is None or mount_body is None:
+        return position.copy(), rotation
+    body_rotation = data.xmat[mount_body].reshape(3, 3)
+    return data.xpos[mount_body] + body_rotation @ position, body_rotation @ rotation
+
+
 def prepare_model(model: mujoco.MjModel, cameras: Sequence[CameraSpec]) -> None:
     """Visual settings on the compiled model (render-only fields; physics never reads them)."""
     model.vis.quality.offsamples = 0

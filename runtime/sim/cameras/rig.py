@@ -3,9 +3,9 @@
 What ``domain.cameras`` cannot know without the simulator is checked here: a mount names a
 body that exists in the compiled scene (any robot's, by its model name), and every camera's
 ``fps`` divides the control rate, so frame ``k`` is exactly control sample ``k * stride``.
-The rig keeps one renderer (a ``RenderThread``: the ``CameraRenderer`` on its own thread)
-and rebuilds it when the environment's model is replaced (``replace_assets`` compiles a new
-one whose meshes must be uploaded again).
+The rig keeps one renderer (a ``RemoteRenderer``: the ``CameraRenderer`` in the render
+process) and rebuilds it when the environment's model is replaced (``replace_assets``
+compiles a new one whose meshes must be uploaded again).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import mujoco
 from domain.cameras import CameraSpec
 from domain.errors import ConfigError
 from runtime.sim.cameras.labels import SegmentationLabels, segmentation_labels
-from runtime.sim.cameras.render_thread import RenderThread
+from runtime.sim.cameras.render_server import RemoteRenderer
 
 
 def control_rate_hz(env: Any) -> float:
@@ -93,9 +93,8 @@ class CameraRig:
         self.cameras = tuple(cameras)
         self.backend = backend
         self.source = source
-        self._renderer: RenderThread | None = None
+        self._renderer: RemoteRenderer | None = None
         self._strides: dict[str, int] = {}
-        self._recorder: Any = None  # the FrameRecorder of the episode being recorded
 
     def validate(self, env: Any) -> dict[str, int]:
         """Frame strides for ``env``; a ``ConfigError`` naming the field when it cannot work."""
@@ -104,12 +103,12 @@ class CameraRig:
         mount_bodies(self.cameras, env.model, source)
         return strides
 
-    def renderer_for(self, env: Any) -> RenderThread:
+    def renderer_for(self, env: Any) -> RemoteRenderer:
         if self._renderer is None or self._renderer.model is not env.model:
             self.close()
             self._strides = self.validate(env)
             bodies = mount_bodies(self.cameras, env.model)
-            self._renderer = RenderThread(
+            self._renderer = RemoteRenderer(
                 env.model, self.cameras, environment_labels(env), bodies, backend=self.backend
             )
         return self._renderer
@@ -118,17 +117,7 @@ class CameraRig:
         self.renderer_for(env)
         return dict(self._strides)
 
-    def adopt(self, recorder: Any) -> None:
-        """``recorder`` records the current episode: the previous one's unrendered frames
-        (an episode that was not committed) are dropped instead of rendered."""
-        if self._recorder is not None and self._recorder is not recorder:
-            self._recorder.cancel_pending()
-        self._recorder = recorder
-
     def close(self) -> None:
-        if self._recorder is not None:
-            self._recorder.cancel_pending()
-            self._recorder = None
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
@@ -145,13 +134,14 @@ def check_task_cameras(
 ) -> None:
     """Build the task's scene once and check its cameras against it, and that a GL backend
     works here, so a camera that cannot record (unknown mount body, fps not dividing the
-    control rate, no backend) is refused with one line before a run records anything."""
+    control rate, no backend) is refused with one line before a run records anything. The
+backend is probed in the render process: this one never creates a GL context."""
     if not task.cameras:
         return
-    from runtime.sim.cameras.backend import ensure_backend
+    from runtime.sim.cameras.render_server import check_backend
     from runtime.sim.environment import TaskEnvironment
 
-    ensure_backend(backend)
+    check_backend(backend, max_pixels=max(c.width * c.height for c in task.cameras))
     env = TaskEnvironment(task, Path(base_dir))
     try:
         CameraRig(task.cameras, backend=backend, source=source).validate(env)

@@ -14,6 +14,9 @@ from tests.loopback_netns import require_loopback_only
 require_loopback_only()  # never start Ray on the host's network
 
 SEED, BATCHES, EPISODES = 11, 4, 3
+# Every run of the suite uses this id (each in its own database): the run id is part of
+# each trajectory's metadata, so only runs sharing it can have byte-identical files.
+RUN_ID = "run-20261201-000000-a11a7e"
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +38,10 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_catalog(tmp_path_factory.mktemp("catalog") / "demo")
 
 
-def prepared_run(base: Path, catalog: Path, *, cameras: bool = False) -> tuple[Any, str, Path]:
+def prepared_run(
+    base: Path, catalog: Path, *, cameras: bool = False, batches: int = BATCHES,
+    episodes: int = EPISODES,
+) -> tuple[Any, str, Path]:
     """A prepared demo run (gantry) in ``base``: (store, run id, output dir)."""
     from runtime.collection.demo_run import prepare_demo_run
     from store.event_store import EventStore
@@ -44,8 +50,8 @@ def prepared_run(base: Path, catalog: Path, *, cameras: bool = False) -> tuple[A
     store = EventStore(f"sqlite:///{base / 'ledger.db'}")
     out = base / "out"
     run_id = prepare_demo_run(
-        store, out, catalog, seed=SEED, batches=BATCHES, episodes_per_batch=EPISODES,
-        settle_steps=10, cameras=cameras,
+        store, out, catalog, seed=SEED, batches=batches, episodes_per_batch=episodes,
+        settle_steps=10, cameras=cameras, run_id=RUN_ID,
     )
     return store, run_id, out
 

@@ -59,6 +59,22 @@ def test_two_workers_collect_exactly_what_one_worker_collects(
     assert sorted(p["worker"] for p in built) == ["ray-0", "ray-1"]  # ONE env per worker
 
 
+def test_workers_render_cameras_in_fresh_processes_byte_for_byte(
+    ray_local: str, catalog: Path, tmp_path: Path
+) -> None:
+    """Cameras render inside the actors (fresh processes, no inherited GL context); their
+    videos, depth and segmentation files come back as bytes identical to an in-process run."""
+    small = {"cameras": True, "batches": 2, "episodes": 1}
+    ref_store, ref_id, _ = prepared_run(tmp_path / "local", catalog, **small)
+    collect(ref_id, store=ref_store, progress=False)
+    store, run_id, out = prepared_run(tmp_path / "ray", catalog, **small)
+    collect(run_id, store=store, progress=False, workers=2)
+    expected = results(ref_store, ref_id)
+    assert results(store, run_id) == expected
+    assert any(len(hashes) > 1 for _, hashes in expected.values())  # camera files compared
+    assert_logged_once_and_legal(store, run_id, out)
+
+
 def _actor_episode_pids() -> list[int]:
     pids = []
     for entry in os.listdir("/proc"):
@@ -111,10 +127,16 @@ class _Killer(threading.Thread):
 
 
 def test_workers_sigkilled_mid_episode_lose_nothing_and_log_each_episode_once(
-    ray_local: str, reference: dict, catalog: Path, tmp_path: Path
+    ray_local: str, catalog: Path, tmp_path: Path
 ) -> None:
-    store, run_id, out = prepared_run(tmp_path, catalog)
-    killer = _Killer(f"sqlite:///{tmp_path / 'ledger.db'}", run_id, kills=5, seed=20261201)
+    # Longer batches than the shared reference: room for 5 kills with progress between them.
+    longer = {"batches": 3, "episodes": 6}
+    ref_store, ref_id, _ = prepared_run(tmp_path / "local", catalog, **longer)
+    collect(ref_id, store=ref_store, progress=False)
+    reference = results(ref_store, ref_id)
+    store, run_id, out = prepared_run(tmp_path / "ray", catalog, **longer)
+    url = f"sqlite:///{tmp_path / 'ray' / 'ledger.db'}"
+    killer = _Killer(url, run_id, kills=5, seed=20261201)
     killer.start()
     try:
         collect(run_id, store=store, progress=False, workers=2)
