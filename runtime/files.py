@@ -7,7 +7,6 @@ name, so everything goes through a temp file, fsync, rename and a directory fsyn
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
+
+from runtime.json_text import indented_json
 
 if TYPE_CHECKING:  # a type only: importing domain.assets costs every command start-up
     from domain.assets import PublishFence as Fence
@@ -38,8 +39,9 @@ _TEMP_OWNER = re.compile(r"(?P<session>[0-9a-f]{12})\.(?P<token>[0-9]+)-")
 
 
 def report_text(payload: Any) -> str:
-    """The exact text of a JSON report; `show --json` reproduces it byte for byte."""
-    return json.dumps(payload, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    """The exact text of a JSON report; `show --json` reproduces it byte for byte
+    (``json.dumps(sort_keys=True, indent=2, allow_nan=False)``, faster)."""
+    return indented_json(payload) + "\n"
 
 
 _CHUNK = 1 << 20
