@@ -356,6 +356,10 @@ def _child_report(mode: str, db: str, run_id: str) -> None:
         out[name] = {"seconds": time.perf_counter() - started, "build_s": built - started,
                      "sha256": hashlib.sha256(text.encode()).hexdigest(),
                      "report_mb": len(text) / 1e6}
+        if mode == "full":  # what the text cost before runtime/json_text.py
+            started = time.perf_counter()
+            json.dumps(report, sort_keys=True, indent=2, allow_nan=False)
+            out[name]["stdlib_text_s"] = time.perf_counter() - started
         if mode != "full" and kind == "collection_report":
             started = time.perf_counter()
             record = make_record(run_id, kind, projector.seq, projector.VERSION, "0" * 64,
@@ -379,10 +383,11 @@ def _reports(db: Path, run_id: str) -> dict[str, dict]:
 
 def _print_reports(rows: list[tuple[int, dict[str, dict]]]) -> None:
     """Build = the projection (log or snapshot + tail -> dict); total adds ``report_text``
-    (the file's bytes), which is the same work both ways and as long as the report."""
+    (the file's bytes), the same work both ways and as long as the report; ``stdlib text``
+    is what ``json.dumps(indent=2)`` took for the same bytes before ``runtime/json_text``."""
     print(f"{'events':>9} | {'report':<23} | {'build full':>10} | {'build incr':>10} | "
           f"{'speed-up':>8} | {'total full':>10} | {'total incr':>10} | {'MB':>5} | "
-          f"{'peak full/incr MB':>17}")
+          f"{'peak full/incr MB':>17} | {'text s':>6} | {'stdlib text s':>13}")
     for size, got in rows:
         full, incr = got["full"], got["incremental"]
         for name in REPORTS:
@@ -390,7 +395,8 @@ def _print_reports(rows: list[tuple[int, dict[str, dict]]]) -> None:
             ratio = f["build_s"] / max(i["build_s"], 1e-9)
             print(f"{size:>9} | {name:<23} | {f['build_s']:10.3f} | {i['build_s']:10.3f} | "
                   f"{ratio:7.1f}x | {f['seconds']:10.3f} | {i['seconds']:10.3f} | "
-                  f"{f['report_mb']:5.1f} | {full['peak_mb']:8.0f}/{incr['peak_mb']:<8.0f}")
+                  f"{f['report_mb']:5.1f} | {full['peak_mb']:8.0f}/{incr['peak_mb']:<8.0f} | "
+                  f"{f['seconds'] - f['build_s']:6.3f} | {f['stdlib_text_s']:13.3f}")
     for size, got in rows:
         incr = got["incremental"]
         print(f"{size:>9} events: an append crossing a snapshot boundary pays "
