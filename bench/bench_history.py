@@ -339,6 +339,7 @@ def _child_report(mode: str, db: str, run_id: str) -> None:
 
     from runtime.files import report_text
     from store import EventStore
+    from store.gc_pause import gc_paused
     from store.snapshots import make_record
 
     store = EventStore(f"sqlite:///{db}")
@@ -346,13 +347,14 @@ def _child_report(mode: str, db: str, run_id: str) -> None:
     for name, (kind, module) in REPORTS.items():
         full = getattr(importlib.import_module(module), kind)
         started = time.perf_counter()
-        if mode == "full":
-            report = full(store.iter_events(run_id))
-        else:
-            projector = store.project(run_id, kind)
-            report = projector.report()
-        built = time.perf_counter()
-        text = report_text(report)
+        with gc_paused():  # both ways, as the writers do: only the fold differs
+            if mode == "full":
+                report = full(store.iter_events(run_id))
+            else:
+                projector = store.project(run_id, kind)
+                report = projector.report()
+            built = time.perf_counter()
+            text = report_text(report)
         out[name] = {"seconds": time.perf_counter() - started, "build_s": built - started,
                      "sha256": hashlib.sha256(text.encode()).hexdigest(),
                      "report_mb": len(text) / 1e6}
@@ -362,8 +364,9 @@ def _child_report(mode: str, db: str, run_id: str) -> None:
             out[name]["stdlib_text_s"] = time.perf_counter() - started
         if mode != "full" and kind == "collection_report":
             started = time.perf_counter()
-            record = make_record(run_id, kind, projector.seq, projector.VERSION, "0" * 64,
-                                 projector.dump())
+            with gc_paused():  # as StoreCore._snapshot_records does
+                record = make_record(run_id, kind, projector.seq, projector.VERSION, "0" * 64,
+                                     projector.dump())
             out["snapshot_write_s"] = time.perf_counter() - started
             out["snapshot_mb"] = len(record.body) / 1e6
     out["seconds"], out["peak_mb"] = out["report.json"]["seconds"], _peak_mb()

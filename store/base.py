@@ -37,6 +37,7 @@ from domain.state_codec import (
     decode_folder,
     encode_state,
 )
+from store.gc_pause import gc_paused
 from store.leases import Lease
 from store.projections.incremental import Projector, snapshotted
 from store.records import NewEvent, RecordedEvent, RunSummary, utcnow
@@ -249,10 +250,12 @@ class StoreCore:
 
     def project(self, run_id: str, kind: str) -> Projector:
         """The snapshotted projection ``kind`` of the run, current to the end of its log:
-        latest trusted snapshot + the tail, or the whole log streamed when there is none."""
-        projector = self._projector_at_snapshot(run_id, kind)
-        for event in self.iter_events(run_id, after_seq=projector.seq):
-            projector.apply(event)
+        latest trusted snapshot + the tail, or the whole log streamed when there is none
+        (the cyclic GC paused: the states are acyclic and may be huge, ``store.gc_pause``)."""
+        with gc_paused():
+            projector = self._projector_at_snapshot(run_id, kind)
+            for event in self.iter_events(run_id, after_seq=projector.seq):
+                projector.apply(event)
         if projector.seq == 0:
             raise self._unknown_run(run_id)
         return projector
@@ -302,9 +305,11 @@ class StoreCore:
                         projector.apply(event)
             _advance(projector, run_id, prepared, now)
             live[kind] = projector  # ahead of the log until the write commits (dropped if not)
-            records.append(
-                make_record(run_id, kind, projector.seq, cls.VERSION, digest, projector.dump())
-            )
+            with gc_paused():
+                body = projector.dump()
+                records.append(
+                    make_record(run_id, kind, projector.seq, cls.VERSION, digest, body)
+                )
         return records
 
     def _segment_verifies(self, run_id: str, before: int, previous: str) -> bool:

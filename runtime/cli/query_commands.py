@@ -109,7 +109,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         # The full report is as long as the run's episode list: its snapshot + the tail.
         kind = "collection_report" if digest.collection_started else "preparation_report"
-        sys.stdout.write(report_text(store.project(args.run_id, kind).report()))
+        from store.gc_pause import gc_paused
+
+        with gc_paused():
+            sys.stdout.write(report_text(store.project(args.run_id, kind).report()))
         return EXIT_OK
     s = digest.summary(args.run_id)
     for label, key in [

@@ -8,6 +8,7 @@ from typing import Any
 
 from runtime.collection.plan import CollectionPlan
 from runtime.files import write_json_atomic
+from store.gc_pause import gc_paused
 
 REPORT_NAME = "report.json"
 
@@ -60,8 +61,9 @@ def write_report(
     store's snapshotted ``collection_report`` + the events since it, so the cost is the
     tail, not the history (memory: the report's own size); ``fence`` (the session) is
     checked right before it is published."""
-    report = store.project(run_id, "collection_report").report()
-    write_json_atomic(path, report, fence=fence)
+    with gc_paused():  # the report is as long as the episode list (store.gc_pause)
+        report = store.project(run_id, "collection_report").report()
+        write_json_atomic(path, report, fence=fence)
     return report
 
 

@@ -22,6 +22,7 @@ from runtime.preparation.batch_job import PreparationJob
 from runtime.preparation.errors import PreparationFailed
 from runtime.preparation.ledger import Ledger
 from runtime.session import run_failed_payload
+from store.gc_pause import gc_paused
 
 log = structlog.get_logger(__name__)
 
@@ -39,7 +40,9 @@ class PreparationResult:
 def write_report(store: Any, run_id: str, output: Path, fence: Any | None = None) -> Path:
     """Write the report from the store's snapshotted ``preparation_report`` + the tail."""
     path = output / REPORT_NAME
-    write_json_atomic(path, store.project(run_id, "preparation_report").report(), fence=fence)
+    with gc_paused():
+        report = store.project(run_id, "preparation_report").report()
+        write_json_atomic(path, report, fence=fence)
     return path
 
 

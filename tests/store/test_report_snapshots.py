@@ -161,3 +161,30 @@ def test_a_report_snapshot_that_does_not_decode_is_ignored(tmp_path: Path, body:
             assert incremental == full, kind
     finally:
         fresh.close()
+
+
+def test_the_collector_is_paused_only_while_a_report_is_built(tmp_path: Path) -> None:
+    import gc
+
+    from store.gc_pause import gc_paused
+
+    seen: list[bool] = []
+    store = EventStore(f"sqlite:///{tmp_path / 's.db'}", snapshot_every=5)
+    try:
+        store.append("r", _several_sessions(), expected_version=0)
+        original = store.iter_events
+
+        def watched(run_id: str, *, after_seq: int = 0):  # type: ignore[no-untyped-def]
+            seen.append(gc.isenabled())
+            return original(run_id, after_seq=after_seq)
+
+        store.iter_events = watched  # type: ignore[method-assign]
+        store.project("r", "collection_report")
+        assert seen == [False] and gc.isenabled()
+        gc.disable()
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()
+        store.close()
