@@ -358,9 +358,10 @@ def _child_report(mode: str, db: str, run_id: str) -> None:
         out[name] = {"seconds": time.perf_counter() - started, "build_s": built - started,
                      "sha256": hashlib.sha256(text.encode()).hexdigest(),
                      "report_mb": len(text) / 1e6}
-        if mode == "full":  # what the text cost before runtime/json_text.py
+        if mode == "full":  # what the text cost before runtime/json_text.py (GC paused too)
             started = time.perf_counter()
-            json.dumps(report, sort_keys=True, indent=2, allow_nan=False)
+            with gc_paused():
+                json.dumps(report, sort_keys=True, indent=2, allow_nan=False)
             out[name]["stdlib_text_s"] = time.perf_counter() - started
         if mode != "full" and kind == "collection_report":
             started = time.perf_counter()
