@@ -161,13 +161,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     datasets = dataset_specs(args.dataset)
     executor = executor_options(args)
-    store, prepared = _prepare(args, "run")
-    _print_prepared(prepared, store)
-    result = collect(
-        prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets,
-        **executor,
-        keep_rejected=args.keep_rejected,
-    )
+    from runtime.collection.executors.options import ExecutorOptions
+
+    # Ray up before preparing: an unreachable cluster is exit 2, with nothing recorded.
+    with ExecutorOptions(**executor).connected():
+        store, prepared = _prepare(args, "run")
+        _print_prepared(prepared, store)
+        result = collect(
+            prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets,
+            **executor,
+            keep_rejected=args.keep_rejected,
+        )
     _print_collected(result)
     return EXIT_OK
 

@@ -652,22 +652,12 @@ def collect(
     ``run_checks``, ``run_program`` and ``close`` (see ``EnvironmentFactory``).
     ``workers`` > 1 runs on a local Ray instance, ``ray_address`` on an existing cluster.
     """
-    ExecutorOptions(workers, ray_address).check()  # before the lease: exit 2 records nothing
+    options = ExecutorOptions(workers, ray_address).check()  # exit 2 records nothing
     store.require_intact_chain(run_id)
-    session = CollectorSession.open(store, run_id)
-    try:
-        state = store.state(run_id)
-        if state.state != "prepared":
-            hint = (
-                "use resume to continue it"
-                if state.state in ("collecting", "failed", "preparing")
-                else "there is nothing left to collect"
-            )
-            raise CollectionRefused(f"run {run_id} is {state.state}, not prepared; {hint}")
-        result = run_collection(
+    with options.connected():  # Ray up before the lease: unreachable is exit 2 too
+        return _collect_prepared(
             run_id,
             store=store,
-            session=session,
             initial_checks=initial_checks,
             final_checks=final_checks,
             environment_factory=environment_factory,
@@ -678,6 +668,20 @@ def collect(
             ray_address=ray_address,
             keep_rejected=keep_rejected,
         )
+
+
+def _collect_prepared(run_id: str, *, store: Any, **collect_kwargs: Any) -> CollectionResult:
+    session = CollectorSession.open(store, run_id)
+    try:
+        state = store.state(run_id)
+        if state.state != "prepared":
+            hint = (
+                "use resume to continue it"
+                if state.state in ("collecting", "failed", "preparing")
+                else "there is nothing left to collect"
+            )
+            raise CollectionRefused(f"run {run_id} is {state.state}, not prepared; {hint}")
+        result = run_collection(run_id, store=store, session=session, **collect_kwargs)
     except BaseException as error:
         end_session(session, error)
         raise

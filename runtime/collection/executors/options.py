@@ -3,12 +3,14 @@
 One worker and no address is the embedded default: the in-process executor, no Ray.
 Anything else runs on Ray (``pip install 'assetcast[ray]'``): ``--workers N`` alone starts a
 local Ray instance for this process, ``--ray-address ADDR`` joins an existing cluster.
-Options are checked before anything is recorded (exit 2 names the flag).
+Options are checked, and Ray is started or joined (:meth:`ExecutorOptions.connected`),
+before anything is recorded: a bad flag or an unreachable cluster is exit 2 naming the flag.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from runtime.collection.executors.base import Executor, WorkSettings
@@ -43,6 +45,16 @@ class ExecutorOptions:
                 "install it with: pip install 'assetcast[ray]'"
             )
         return self
+
+    def connected(self) -> AbstractContextManager[None]:
+        """Ray up for the block (raises ``RayUnavailable``, an input error, when it cannot be
+        started or joined); nothing at all for the in-process executor. Enter it before the
+        run's lease is taken."""
+        if not self.uses_ray:
+            return nullcontext()
+        from runtime.collection.executors.ray_connection import connected
+
+        return connected(self.workers, self.ray_address)
 
     def build(self, settings: WorkSettings) -> Executor:
         if not self.uses_ray:
