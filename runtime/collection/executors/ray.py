@@ -143,10 +143,12 @@ class _Assignment:
 class RayExecutor(Executor):
     def __init__(
         self, settings: WorkSettings, *, workers: int, address: str | None = None,
-        episode_deadline_s: float = EPISODE_DEADLINE_S,
+        episode_deadline_s: float | None = None,
     ) -> None:
         self.settings = settings
-        self.episode_deadline_s = episode_deadline_s
+        self.episode_deadline_s = (
+            EPISODE_DEADLINE_S if episode_deadline_s is None else episode_deadline_s
+        )
         self.workers = workers
         self.address = address
         self._owns_ray = False
