@@ -241,8 +241,12 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
     """``--workers`` / ``--ray-address``, checked before anything is recorded (exit 2)."""
     from runtime.collection.executors.options import ExecutorOptions
 
-    options = ExecutorOptions(args.workers, args.ray_address).check()
-    return {"workers": options.workers, "ray_address": options.ray_address}
+    options = ExecutorOptions(args.workers, args.ray_address, args.episode_deadline).check()
+    return {
+        "workers": options.workers,
+        "ray_address": options.ray_address,
+        "episode_deadline_s": options.episode_deadline_s,
+    }
 
 
 def require_intact_chain(store: Any, run_id: str) -> None:

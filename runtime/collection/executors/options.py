@@ -10,6 +10,7 @@ before anything is recorded: a bad flag or an unreachable cluster is exit 2 nami
 from __future__ import annotations
 
 import importlib.util
+import math
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ MAX_WORKERS = 4096
 class ExecutorOptions:
     workers: int = 1
     ray_address: str | None = None
+    episode_deadline_s: float | None = None  # Ray: None is ray.EPISODE_DEADLINE_S
 
     @property
     def uses_ray(self) -> bool:
@@ -38,6 +40,14 @@ class ExecutorOptions:
         address = self.ray_address
         if address is not None and (not isinstance(address, str) or not address.strip()):
             raise CollectionRefused("--ray-address: must be a non-empty address (host:port)")
+        deadline = self.episode_deadline_s
+        if deadline is not None and (
+            isinstance(deadline, bool) or not isinstance(deadline, int | float)
+            or not math.isfinite(deadline) or deadline <= 0
+        ):
+            raise CollectionRefused(
+                f"--episode-deadline: must be a number of seconds > 0, got {deadline!r}"
+            )
         if self.uses_ray and importlib.util.find_spec("ray") is None:
             flag = "--ray-address" if address is not None else "--workers"
             raise CollectionRefused(
@@ -63,4 +73,7 @@ class ExecutorOptions:
             return LocalExecutor(settings)
         from runtime.collection.executors.ray import RayExecutor
 
-        return RayExecutor(settings, workers=self.workers, address=self.ray_address)
+        return RayExecutor(
+            settings, workers=self.workers, address=self.ray_address,
+            episode_deadline_s=self.episode_deadline_s,
+        )

@@ -10,11 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from runtime.collection import collect
 from runtime.collection.environment import default_environment_factory
-from runtime.collection.executors import ray as ray_executor
 from tests.executors.ray_inner.conftest import (
     assert_logged_once_and_legal,
     prepared_run,
@@ -57,19 +54,17 @@ class _HangOnceFactory:
 
 
 def test_a_hung_worker_is_killed_at_the_deadline_and_its_episodes_rerun_once(
-    ray_local: str, reference: dict, catalog: Path, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    ray_local: str, reference: dict, catalog: Path, tmp_path: Path
 ) -> None:
     import ray
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers can't import tests
-    monkeypatch.setattr(ray_executor, "EPISODE_DEADLINE_S", 20.0)
     marker = tmp_path / "hung.pid"
     store, run_id, out = prepared_run(tmp_path / "run", catalog)
     started = time.monotonic()
     collect(
         run_id, store=store, progress=False, workers=2,
-        environment_factory=_HangOnceFactory(marker),
+        environment_factory=_HangOnceFactory(marker), episode_deadline_s=20.0,
     )
     assert marker.exists(), "no worker hung"
     hung_pid = int(marker.read_text())
