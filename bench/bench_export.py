@@ -41,7 +41,7 @@ from runtime.logging import configure_logging  # noqa: E402
 from store import EventStore  # noqa: E402
 
 REPEATS = 7
-LIVE_REPEATS = 3
+LIVE_REPEATS = 5
 
 
 class FsyncTimer:

@@ -232,22 +232,26 @@ class PreviousVersion:
         return shared
 
 
-_ROWS: dict[tuple[str, str], list[dict[str, Any]]] = {}
+_ROWS: dict[str, list[dict[str, Any]]] = {}  # SHA-256 of a meta/episodes file -> its rows
+
+
+def _remember_rows(digest: str, rows: list[dict[str, Any]]) -> None:
+    _ROWS.clear()  # only the latest version is ever reused
+    _ROWS[digest] = rows
 
 
 def _episode_rows(path: Path, digest: str | None) -> list[dict[str, Any]] | None:
-    """``meta/episodes`` rows of a version, parsed once per process and file content."""
+    """``meta/episodes`` rows of a version: the ones this process wrote or parsed last for
+    this exact content, else parsed from the file."""
     if digest is None:
         return None
-    key = (str(path), digest)
-    if key not in _ROWS:
+    if digest not in _ROWS:
         try:
             rows = pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowException):
             return None
-        _ROWS.clear()  # only the latest version is ever reused
-        _ROWS[key] = rows
-    return _ROWS[key]
+        _remember_rows(digest, rows)
+    return _ROWS[digest]
 
 
 def data_groups(
@@ -376,8 +380,9 @@ def write_lerobot(
                     previous.link_into(sink, video)  # type: ignore[union-attr]
     for job in encoding:
         job.result()
-    sink.write(EPISODES_PATH.format(chunk_index=0, file_index=0),
-               _parquet_bytes(_episodes_table(rows)))
+    episodes_file = EPISODES_PATH.format(chunk_index=0, file_index=0)
+    sink.write(episodes_file, _parquet_bytes(_episodes_table(rows)))
+    _remember_rows(sink.files[episodes_file], rows)
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
     stats = aggregate_many(rows, list(features), lambda row, key, stat: row[f"stats/{key}/{stat}"])
     for cam in videos:

@@ -42,11 +42,9 @@ def segment_stats(matrix: np.ndarray, lengths: Sequence[int]) -> dict[str, np.nd
         "count": counts,
     }
     # One sort for every segment and quantile: segments padded with NaN (sorted last).
-    longest = int(counts.max())
-    segment = np.repeat(np.arange(len(counts)), counts)
-    offset = np.arange(values.shape[0]) - np.repeat(starts, counts)
-    cube = np.full((len(counts), longest, values.shape[1]), np.nan)
-    cube[segment, offset] = values
+    cube = np.full((len(counts), int(counts.max()), values.shape[1]), np.nan)
+    for number, (start, count) in enumerate(zip(starts.tolist(), counts.tolist(), strict=True)):
+        cube[number, :count] = values[start : start + count]
     cube.sort(axis=1)
     rows = np.arange(len(counts))
     last = counts - 1
@@ -66,20 +64,16 @@ def episode_stats(
     as lists (``count``: ``[frames]``), computed for all episodes and features in one pass."""
     lengths = [len(block[keys[0]]) for block in blocks]
     widths = [int(np.prod(np.shape(blocks[0][k])[1:]) or 1) for k in keys]
-    matrix = np.concatenate(
-        [
-            np.concatenate(
-                [np.asarray(b[k], dtype=np.float64).reshape(n, -1) for k in keys], axis=1
-            )
-            for b, n in zip(blocks, lengths, strict=True)
-        ],
-        axis=0,
-    )
+    bounds = np.concatenate([[0], np.cumsum(widths)]).tolist()
+    rows = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+    matrix = np.empty((rows[-1], bounds[-1]), dtype=np.float64)
+    for b, top, bottom in zip(blocks, rows[:-1], rows[1:], strict=True):
+        for k, left, right in zip(keys, bounds[:-1], bounds[1:], strict=True):
+            matrix[top:bottom, left:right] = np.reshape(b[k], (bottom - top, right - left))
     merged = {
         stat: value if stat == "count" else value.tolist()
         for stat, value in segment_stats(matrix, lengths).items()
     }
-    bounds = np.concatenate([[0], np.cumsum(widths)]).tolist()
     out: list[dict[str, dict[str, list[Any]]]] = []
     for number, frames in enumerate(lengths):
         per_key: dict[str, dict[str, list[Any]]] = {}

@@ -1,7 +1,8 @@
 """Run inside the separate LeRobot venv (never imported by the project's tests).
 
 ``python official_loader_check.py LEROBOT_DIR ROBOMIMIC_FILE EXPECTED.npz`` loads the LeRobot
-dataset with the official ``LeRobotDataset`` (pyav backend, local root, hub offline) and, if
+dataset with the official ``LeRobotDataset`` (local root, hub offline) through both of its video
+backends, pyav and torchcodec (LeRobot's default, which needs system FFmpeg), and, if
 robomimic imports, the HDF5 file with robomimic's ``SequenceDataset``; compares frames with the
 expected arrays and prints one JSON line of findings.
 """
@@ -27,10 +28,10 @@ def _video_frames(root: str, ds: object, episode: int, key: str) -> np.ndarray:
     return _VIDEOS[path]
 
 
-def check_lerobot(root: str, expected: dict) -> dict:
+def check_lerobot(root: str, expected: dict, backend: str) -> dict:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    ds = LeRobotDataset("assetcast/export-test", root=root, video_backend="pyav")
+    ds = LeRobotDataset("assetcast/export-test", root=root, video_backend=backend)
     starts = expected["episode_starts"]
     lengths = expected["episode_lengths"]
     checked = 0
@@ -94,7 +95,8 @@ def main() -> None:
     root, hdf5, npz = sys.argv[1:4]
     expected = dict(np.load(npz))
     result = {
-        "lerobot": check_lerobot(root, expected),
+        "lerobot": check_lerobot(root, expected, "pyav"),
+        "lerobot_torchcodec": check_lerobot(root, expected, "torchcodec"),
         "robomimic": check_robomimic(hdf5, expected),
     }
     print(json.dumps(result), flush=True)

@@ -77,13 +77,15 @@ def test_lerobot_and_robomimic_load_the_export(collected: CollectedRun, tmp_path
     )
     assert done.returncode == 0, done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    lerobot = result["lerobot"]
-    assert lerobot["frames"] == sum(lengths)
-    assert lerobot["episodes"] == len(episodes)
-    assert lerobot["fps"] == fps
-    assert lerobot["checked"] >= 3 * len(episodes)
-    assert lerobot["mismatches"] == []
-    assert {"min", "max", "mean", "std", "count", "q01", "q99"} <= set(lerobot["stats_keys"])
+    for backend in ("lerobot", "lerobot_torchcodec"):  # pyav, then LeRobot's default decoder
+        lerobot = result[backend]
+        assert lerobot["frames"] == sum(lengths), backend
+        assert lerobot["episodes"] == len(episodes), backend
+        assert lerobot["fps"] == fps, backend
+        assert lerobot["checked"] >= 3 * len(episodes), backend
+        assert lerobot["video_keys"], backend  # the frames compared include decoded video
+        assert lerobot["mismatches"] == [], backend
+        assert {"min", "max", "mean", "std", "count", "q01", "q99"} <= set(lerobot["stats_keys"])
     robomimic = result["robomimic"]
     if os.environ.get("ASSETCAST_REQUIRE_LEROBOT") == "1" or "skipped" not in robomimic:
         assert robomimic == {"samples": sum(lengths), "first_matches": True}
