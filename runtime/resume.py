@@ -104,6 +104,19 @@ def resume(
             return repaired
     store.require_intact_chain(run_id)
     _require_intact_inputs(run_id, store)
+    options = ExecutorOptions(
+        collect_kwargs.get("workers", 1), collect_kwargs.get("ray_address"),
+        collect_kwargs.get("episode_deadline_s"),
+    ).check()
+    with options.connected():  # Ray up before the lease: unreachable is exit 2
+        return _resume_checked(run_id, store=store, providers_by_role=providers_by_role,
+                               **collect_kwargs)
+
+
+def _resume_checked(
+    run_id: str, *, store: Any, providers_by_role: Mapping[str, Any] | None,
+    **collect_kwargs: Any,
+) -> Any:
     state = store.state(run_id)
     goal = state.goal
     if state.state == "completed":

@@ -102,6 +102,11 @@ def _executor_flags(parser: argparse.ArgumentParser) -> None:
         "--ray-address", metavar="ADDR",
         help="join an existing Ray cluster (e.g. HEAD:6379, started with `ray start --head`)",
     )
+    parser.add_argument(
+        "--episode-deadline", type=float, metavar="SECONDS", dest="episode_deadline",
+        help="Ray: a worker stuck this long on one episode is killed and its episodes re-run "
+        "elsewhere (default 900)",
+    )
 
 
 def _dataset_flag(parser: argparse.ArgumentParser) -> None:

@@ -161,13 +161,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     datasets = dataset_specs(args.dataset)
     executor = executor_options(args)
-    store, prepared = _prepare(args, "run")
-    _print_prepared(prepared, store)
-    result = collect(
-        prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets,
-        **executor,
-        keep_rejected=args.keep_rejected,
-    )
+    from runtime.collection.executors.options import ExecutorOptions
+
+    # Ray up before preparing: an unreachable cluster is exit 2, with nothing recorded.
+    with ExecutorOptions(**executor).connected():
+        store, prepared = _prepare(args, "run")
+        _print_prepared(prepared, store)
+        result = collect(
+            prepared.run_id, store=store, progress=not args.no_progress, datasets=datasets,
+            **executor,
+            keep_rejected=args.keep_rejected,
+        )
     _print_collected(result)
     return EXIT_OK
 
@@ -237,8 +241,12 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
     """``--workers`` / ``--ray-address``, checked before anything is recorded (exit 2)."""
     from runtime.collection.executors.options import ExecutorOptions
 
-    options = ExecutorOptions(args.workers, args.ray_address).check()
-    return {"workers": options.workers, "ray_address": options.ray_address}
+    options = ExecutorOptions(args.workers, args.ray_address, args.episode_deadline).check()
+    return {
+        "workers": options.workers,
+        "ray_address": options.ray_address,
+        "episode_deadline_s": options.episode_deadline_s,
+    }
 
 
 def require_intact_chain(store: Any, run_id: str) -> None:

@@ -542,6 +542,7 @@ def run_collection(
     workers: int = 1,
     ray_address: str | None = None,
     keep_rejected: bool = False,
+    episode_deadline_s: float | None = None,
 ) -> CollectionResult:
     """Collect (or continue collecting) ``run_id`` under an already-held ``session``.
 
@@ -550,7 +551,7 @@ def run_collection(
     ``plan`` (built by the caller from the state it just read) saves building it again.
     ``workers``/``ray_address`` choose the executor (:mod:`runtime.collection.executors`).
     """
-    options = ExecutorOptions(workers, ray_address).check()
+    options = ExecutorOptions(workers, ray_address, episode_deadline_s).check()
     state = store.state(run_id)
     version = state.version
     if plan is None:
@@ -634,6 +635,7 @@ def collect(
     workers: int = 1,
     ray_address: str | None = None,
     keep_rejected: bool = False,
+    episode_deadline_s: float | None = None,
 ) -> CollectionResult:
     """Collect a prepared run: every batch, `episodes_per_batch` episodes each.
 
@@ -652,8 +654,27 @@ def collect(
     ``run_checks``, ``run_program`` and ``close`` (see ``EnvironmentFactory``).
     ``workers`` > 1 runs on a local Ray instance, ``ray_address`` on an existing cluster.
     """
-    ExecutorOptions(workers, ray_address).check()  # before the lease: exit 2 records nothing
+    # exit 2 records nothing
+    options = ExecutorOptions(workers, ray_address, episode_deadline_s).check()
     store.require_intact_chain(run_id)
+    with options.connected():  # Ray up before the lease: unreachable is exit 2 too
+        return _collect_prepared(
+            run_id,
+            store=store,
+            initial_checks=initial_checks,
+            final_checks=final_checks,
+            environment_factory=environment_factory,
+            episodes_per_batch=episodes_per_batch,
+            progress=progress,
+            datasets=datasets,
+            workers=workers,
+            ray_address=ray_address,
+            keep_rejected=keep_rejected,
+            episode_deadline_s=episode_deadline_s,
+        )
+
+
+def _collect_prepared(run_id: str, *, store: Any, **collect_kwargs: Any) -> CollectionResult:
     session = CollectorSession.open(store, run_id)
     try:
         state = store.state(run_id)
@@ -664,20 +685,7 @@ def collect(
                 else "there is nothing left to collect"
             )
             raise CollectionRefused(f"run {run_id} is {state.state}, not prepared; {hint}")
-        result = run_collection(
-            run_id,
-            store=store,
-            session=session,
-            initial_checks=initial_checks,
-            final_checks=final_checks,
-            environment_factory=environment_factory,
-            episodes_per_batch=episodes_per_batch,
-            progress=progress,
-            datasets=datasets,
-            workers=workers,
-            ray_address=ray_address,
-            keep_rejected=keep_rejected,
-        )
+        result = run_collection(run_id, store=store, session=session, **collect_kwargs)
     except BaseException as error:
         end_session(session, error)
         raise

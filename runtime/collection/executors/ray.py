@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
+import secrets
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -48,12 +46,20 @@ from runtime.collection.executors.base import (
     Where,
     WorkSettings,
 )
+from runtime.collection.executors.ray_connection import RayUnavailable, connect
+from runtime.collection.executors.worker_homes import remove_session_homes
+
+__all__ = ["RayExecutor", "RayUnavailable", "WorkerHung", "WorkerLost"]
 
 log = structlog.get_logger(__name__)
 
 EPISODES_AHEAD = 2  # episodes queued on an actor beyond the one it runs
 MAX_DEATHS_PER_EPISODE = 5
 WAIT_NOTICE_S = 60.0  # a warning names the batches still waited for after this long
+# A worker whose current call (opening a batch, or one episode) has run this long is taken
+# for hung: it is killed and its unfinished episodes re-dispatched as for a dead worker.
+# The task model has no step budget to derive it from, so the default is generous.
+EPISODE_DEADLINE_S = 900.0
 FORWARDED_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "ASSETCAST_RENDER_BACKEND")
 
 
@@ -61,19 +67,20 @@ class WorkerLost(AssetcastError):
     """Ray workers kept dying on the same episode; the run fails and can be resumed."""
 
 
-class RayUnavailable(AssetcastError):
-    """Ray could not be started or joined."""
+class WorkerHung(AssetcastError):
+    """A worker's call outlived the episode deadline; the worker was killed."""
 
 
 class _ActorBody:
     """The code inside each Ray actor (wrapped by ``ray.remote`` on first use)."""
 
-    def __init__(self, settings: WorkSettings, name: str) -> None:
+    def __init__(self, settings: WorkSettings, name: str, session_tag: str) -> None:
         from runtime.collection.executors.worker import BatchWorker
+        from runtime.collection.executors.worker_homes import WorkerHome
 
-        self.home = Path(tempfile.mkdtemp(prefix=f"assetcast-worker-{name}-"))
-        os.chdir(self.home)  # each worker in its own working directory
-        self.worker = BatchWorker(settings, name, cache_root=self.home / "deployments")
+        self.home = WorkerHome(session_tag, name)  # locked while this process lives
+        os.chdir(self.home.path)  # each worker in its own working directory
+        self.worker = BatchWorker(settings, name, cache_root=self.home.path / "deployments")
         self.calls: list[tuple[str, float, float]] = []  # (kind, entered, left): perf_counter
 
     def identity(self) -> dict[str, Any]:
@@ -114,7 +121,8 @@ class _ActorBody:
         try:
             self.worker.close()
         finally:
-            shutil.rmtree(self.home, ignore_errors=True)
+            os.chdir(self.home.root)
+            self.home.remove()
 
 
 @dataclass
@@ -128,14 +136,19 @@ class _Assignment:
     opened: bool = False
     next_episode: int = 0  # index into work.episodes of the next one to send
     reported: int = 0  # episodes reported to the driver
+    head_since: float = 0.0  # time.monotonic() when the call now at the head began
     calls: deque[tuple[str, int | None, Any]] = field(default_factory=deque)
 
 
 class RayExecutor(Executor):
     def __init__(
-        self, settings: WorkSettings, *, workers: int, address: str | None = None
+        self, settings: WorkSettings, *, workers: int, address: str | None = None,
+        episode_deadline_s: float | None = None,
     ) -> None:
         self.settings = settings
+        self.episode_deadline_s = (
+            EPISODE_DEADLINE_S if episode_deadline_s is None else episode_deadline_s
+        )
         self.workers = workers
         self.address = address
         self._owns_ray = False
@@ -147,6 +160,8 @@ class RayExecutor(Executor):
         self._deaths: dict[tuple[int, int | None], int] = {}
         self.identities: dict[str, dict[str, Any]] = {}
         self._actor_class: Any = None
+        # Names this session's worker folders (worker_homes), so the driver can remove them.
+        self.session_tag = f"s{os.getpid()}-{secrets.token_hex(4)}"
         # Driver-side costs, for bench/bench_ray.py: packing + putting deployments, and
         # fetching results that were already complete (deserializing the bytes).
         self.pack_s = 0.0
@@ -157,28 +172,13 @@ class RayExecutor(Executor):
 
     def _start(self, batches: int | None = None) -> None:
         """Start or join Ray and spawn the workers (no more than there are batches)."""
-        import ray
 
         if self._started:
             return
         self._started = True
-        if not ray.is_initialized():
-            try:
-                if self.address is not None:
-                    ray.init(address=self.address, log_to_driver=False, configure_logging=False)
-                else:
-                    ray.init(
-                        num_cpus=self.workers,
-                        include_dashboard=False,
-                        log_to_driver=False,
-                        configure_logging=False,
-                    )
-            except Exception as error:  # noqa: BLE001 - Ray raises many kinds here
-                raise RayUnavailable(
-                    f"Ray could not be {'joined at ' + self.address if self.address else 'started'}"
-                    f": {type(error).__name__}: {error}"
-                ) from error
-            self._owns_ray = True
+        # Normally already up (ExecutorOptions.connected, before the lease); standalone
+        # use (benches) starts or joins it here.
+        self._owns_ray = connect(self.workers, self.address)
         wanted = self.workers if batches is None else max(1, min(self.workers, batches))
         for slot in range(wanted):
             self._spawn(slot)
@@ -201,7 +201,9 @@ class RayExecutor(Executor):
             options["runtime_env"] = {"env_vars": env}
         if self._actor_class is None:
             self._actor_class = ray.remote(_ActorBody)
-        self._actors[name] = self._actor_class.options(**options).remote(self.settings, name)
+        self._actors[name] = self._actor_class.options(**options).remote(
+            self.settings, name, self.session_tag
+        )
         return name
 
     def worker_identities(self) -> dict[str, dict[str, Any]]:
@@ -236,16 +238,37 @@ class RayExecutor(Executor):
                     yield BatchDone(a.work.batch_index, a.name)
                     free.append(name)
                 continue
-            ready, _ = ray.wait(list(heads), num_returns=1, timeout=WAIT_NOTICE_S)
-            if not ready:  # e.g. a joined cluster without a free CPU for an actor
-                log.warning(
-                    "ray_results_pending", waited_s=WAIT_NOTICE_S,
-                    batches=sorted(x.work.batch_index for x in inflight.values()),
-                    hint="every worker needs one free CPU on the cluster",
-                )
+            now = time.monotonic()
+            first_due = min(x.head_since for x in heads.values()) + self.episode_deadline_s
+            wait_s = max(0.0, min(WAIT_NOTICE_S, first_due - now))
+            ready, _ = ray.wait(list(heads), num_returns=1, timeout=wait_s)
+            if not ready:
+                overdue = [
+                    x for x in heads.values()
+                    if time.monotonic() - x.head_since >= self.episode_deadline_s
+                ]
+                for x in overdue:  # hung: handled exactly as a worker that died
+                    inflight.pop(x.name)
+                    _kind, head_episode, _ref = x.calls[0]
+                    step = "opening" if head_episode is None else f"episode {head_episode} of"
+                    hung = WorkerHung(
+                        f"Ray worker {x.name} ran {step} batch {x.work.batch_index} for "
+                        f"over {self.episode_deadline_s:g} s"
+                    )
+                    replacement = self._replace(x, head_episode, hung)
+                    queue.appendleft(self._remaining(x))
+                    free.append(replacement)
+                if not overdue and wait_s >= WAIT_NOTICE_S:
+                    # e.g. a joined cluster without a free CPU for an actor
+                    log.warning(
+                        "ray_results_pending", waited_s=WAIT_NOTICE_S,
+                        batches=sorted(x.work.batch_index for x in inflight.values()),
+                        hint="every worker needs one free CPU on the cluster",
+                    )
                 continue
             a = heads[ready[0]]
             kind, episode_index, ref = a.calls.popleft()
+            a.head_since = time.monotonic()  # the actor starts its next call now
             fetch_started = time.perf_counter()
             try:
                 value = ray.get(ref)
@@ -281,7 +304,7 @@ class RayExecutor(Executor):
         started = time.perf_counter()
         package = pack_deployment(work.deployment_path, work.manifest_sha256, work.batch_index)
         actor = self._actors[name]
-        a = _Assignment(actor, name, work, ray.put(package))
+        a = _Assignment(actor, name, work, ray.put(package), head_since=time.monotonic())
         self.pack_s += time.perf_counter() - started
         a.calls.append(("open", None, actor.open.remote(work, a.package)))
         self._top_up(a)
@@ -390,6 +413,9 @@ class RayExecutor(Executor):
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self._built.clear()
+        if actors:
+            # Killed workers (and any the session lost) left their folders on this machine.
+            remove_session_homes(self.session_tag)
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False

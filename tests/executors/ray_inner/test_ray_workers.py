@@ -100,6 +100,7 @@ class _Killer(threading.Thread):
         self.store = EventStore(url)
         self.run_id, self.wanted, self.rng = run_id, kills, random.Random(seed)
         self.killed: list[int] = []
+        self.homes: list[Path] = []  # the killed workers' working folders
         self.stop = threading.Event()
 
     def done_episodes(self) -> int:
@@ -119,10 +120,12 @@ class _Killer(threading.Thread):
                 continue
             victim = self.rng.choice(pids)
             try:
+                home = Path(os.readlink(f"/proc/{victim}/cwd"))
                 os.kill(victim, signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, FileNotFoundError):
                 continue
             self.killed.append(victim)
+            self.homes.append(home)
             seen = self.done_episodes()
 
 
@@ -148,6 +151,9 @@ def test_workers_sigkilled_mid_episode_lose_nothing_and_log_each_episode_once(
     assert_logged_once_and_legal(store, run_id, out)
     replacements = {w for w in workers_of(store, run_id) if "." in w}
     assert replacements, "no batch was re-dispatched to a fresh worker"
+    # The killed workers could not remove their folders; nothing of them is left behind.
+    assert killer.homes and all(h.name.startswith("s") for h in killer.homes), killer.homes
+    assert [h for h in killer.homes if h.exists()] == []
 
 
 def test_a_sigkilled_driver_is_resumed_on_two_workers_identically(

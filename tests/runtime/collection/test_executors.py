@@ -42,6 +42,16 @@ def test_bad_executor_options_are_refused_by_flag(
     assert str(refused.value) == message
 
 
+@pytest.mark.parametrize("deadline", [0, -1.0, float("nan"), float("inf"), True, "5"])
+def test_a_bad_episode_deadline_is_refused_by_flag(deadline: Any) -> None:
+    with pytest.raises(CollectionRefused) as refused:
+        ExecutorOptions(2, None, deadline).check()
+    assert str(refused.value) == (
+        f"--episode-deadline: must be a number of seconds > 0, got {deadline!r}"
+    )
+    assert ExecutorOptions(2, None, 0.5).check().episode_deadline_s == 0.5
+
+
 def test_several_workers_without_ray_installed_name_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -58,19 +68,24 @@ def test_several_workers_without_ray_installed_name_the_extra(
     assert ExecutorOptions(1).check().uses_ray is False  # the default never needs Ray
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--workers", "0"], "--workers: must be an integer in [1, 4096], got 0"),
+        (["--workers", "2", "--episode-deadline", "0"],
+         "--episode-deadline: must be a number of seconds > 0, got 0.0"),
+    ],
+)
 def test_run_with_bad_workers_records_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
     task = tmp_path / "task.yaml"
     task.write_text(gantry_demo_task_text(), encoding="utf-8")
     url = f"sqlite:///{tmp_path / 'a.db'}"
     code = main(["run", str(task), "--catalog", f"item={tmp_path}", "--catalog",
-                 f"bin={tmp_path}", "--out", str(tmp_path / "o"), "--db", url,
-                 "--workers", "0"])
+                 f"bin={tmp_path}", "--out", str(tmp_path / "o"), "--db", url, *flags])
     assert code == 2
-    assert capsys.readouterr().err == (
-        "assetcast: error: --workers: must be an integer in [1, 4096], got 0\n"
-    )
+    assert capsys.readouterr().err == f"assetcast: error: {message}\n"
     assert not (tmp_path / "o").exists()
     assert not (tmp_path / "a.db").exists() or EventStore(url).list_runs() == []
 
