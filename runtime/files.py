@@ -56,12 +56,30 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory by its path (for files written elsewhere, e.g. by a
+    library that does not hand back its file descriptor)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_directory(directory: Path) -> None:
+    fsync_path(directory)
+
+
+def write_files_fsynced(root: Path, files: Iterable[tuple[str, bytes]]) -> None:
+    """Write each ``(relative path, bytes)`` under ``root``, every file fsynced: the staging
+    step of a folder that is then renamed into place whole (the caller fsyncs folders)."""
+    for rel, data in files:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def fsync_tree(root: Path, *, files: bool = True) -> None:

@@ -22,7 +22,7 @@ from domain.canonical import sha256_hex
 from domain.errors import DeploymentInvalid
 from domain.paths import contained_relpath
 from runtime.deployment import MANIFEST_NAME, Deployment, validate_deployment
-from runtime.files import fsync_directory
+from runtime.files import fsync_directory, write_files_fsynced
 
 
 class DeploymentDigestMismatch(DeploymentInvalid):
@@ -100,13 +100,9 @@ def materialize_package(package: DeploymentPackage, cache_root: Path) -> Deploym
     cache_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{package.manifest_sha256[:16]}.", dir=cache_root))
     try:
-        for rel, data in [(MANIFEST_NAME, package.manifest), *sorted(package.files.items())]:
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+        write_files_fsynced(
+            staging, [(MANIFEST_NAME, package.manifest), *sorted(package.files.items())]
+        )
         try:
             os.rename(staging, target)
         except OSError:  # another worker of this machine published it first

@@ -34,21 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from runtime.export.errors import NotADataset
-from runtime.files import fsync_directory
+from runtime.files import fsync_directory, fsync_path
 
 VERSIONS_SUFFIX = ".assetcast"
 TEMP_PREFIX = "tmp-"
 
 
 _SYNC_THREADS = 16
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 _POOLS: dict[tuple[str, int], ThreadPoolExecutor] = {}
@@ -73,9 +65,9 @@ def sync_together(paths: list[Path]) -> None:
     """fsync every path (files and folders) concurrently; returns once all are durable."""
     if len(paths) <= 1:
         for path in paths:
-            _fsync(path)
+            fsync_path(path)
         return
-    for _done in _sync_pool().map(_fsync, paths):
+    for _done in _sync_pool().map(fsync_path, paths):
         pass
 
 
@@ -90,7 +82,7 @@ class BackgroundSync:
         self.synced: set[str] = set()
 
     def written(self, path: Path) -> None:
-        self._pending.append(_sync_pool().submit(_fsync, path))
+        self._pending.append(_sync_pool().submit(fsync_path, path))
         self.synced.add(path.relative_to(self.root).as_posix())
 
     def wait(self) -> frozenset[str]:
@@ -213,11 +205,7 @@ class FileTarget:
         return self.path.parent / f".{self.path.name}.{TEMP_PREFIX}{secrets.token_hex(6)}"
 
     def publish(self, temporary: Path) -> None:
-        fd = os.open(temporary, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(temporary)
         os.replace(temporary, self.path)
         fsync_directory(self.path.parent)
 

@@ -22,7 +22,7 @@ from domain.assets import AssetDescriptor
 from domain.errors import AssetValidationError
 from runtime.assets.mesh_writers import obj_bytes
 from runtime.assets.package import MANIFEST_NAME
-from runtime.files import fsync_directory, fsync_tree
+from runtime.files import fsync_directory, fsync_tree, write_files_fsynced
 
 MESH_NAME = "mesh.obj"
 COLLISION_NAME = "collision.obj"
@@ -80,13 +80,7 @@ def write_package(folder: Path, files: dict[str, bytes]) -> bool:
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = folder.parent / f".import-{folder.name}-{uuid.uuid4().hex}"
     try:
-        for rel, data in sorted(files.items()):
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+        write_files_fsynced(staging, sorted(files.items()))
         fsync_tree(staging, files=False)
         os.rename(staging, folder)
         fsync_directory(folder.parent)
