@@ -275,6 +275,17 @@ def cmd_forensics(args: argparse.Namespace) -> int:
     for t in report["lease_takeovers"]:
         out(f"lease taken over #{t['seq']}: {t['previous_owner']} (pid {t['previous_pid']}) "
             f"-> {t['owner']} (pid {t['pid']})")
+    for r in report.get("repairs", ()):
+        for episode in r["episodes"]:
+            for f in episode["files"]:
+                found = f["found"]
+                was = "missing" if found is None else (
+                    f"{found['bytes']} bytes, SHA-256 {found['sha256']}"
+                )
+                out(f"repaired #{r['seq']} by session {r['session_id']}: batch "
+                    f"{episode['batch_index']} episode {episode['episode_index']} {f['what']} "
+                    f"{f['path']} (was {was}; re-run with seed {episode['seed']} from "
+                    f"{episode['deployment_path']})")
     return EXIT_OK
 
 

@@ -47,7 +47,7 @@ class ForensicsProjector(Projector):
     """
 
     KIND = "forensics"
-    VERSION = 2
+    VERSION = 3  # 3: repairs
 
     def __init__(self) -> None:
         super().__init__()
@@ -57,6 +57,7 @@ class ForensicsProjector(Projector):
         self.failures: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.takeovers: list[dict[str, Any]] = []
+        self.repairs: list[dict[str, Any]] = []
         self.state: str | None = None
         self.failed_from: str | None = None
         self.running: str | None = None
@@ -83,6 +84,8 @@ class ForensicsProjector(Projector):
             self.resumes.append(_with_stamp(event))
         elif kind == "LeaseTakenOver":
             self.takeovers.append(_with_stamp(event))
+        elif kind == "CommittedFilesRepaired":
+            self.repairs.append(_with_stamp(event))
         if now is not None:
             self.state = self.running = now
         if kind == "PreparationCompleted":
@@ -178,7 +181,8 @@ class ForensicsProjector(Projector):
             "done_per_batch": [[b, n] for b, n in sorted(self.done_per_batch.items())],
             "created": self.created, "sessions": self.sessions,
             "episodes": list(self.episodes.values()), "failures": self.failures,
-            "resumes": self.resumes, "takeovers": self.takeovers, "state": self.state,
+            "resumes": self.resumes, "takeovers": self.takeovers, "repairs": self.repairs,
+            "state": self.state,
             "failed_from": self.failed_from, "running": self.running, "count": self.count,
             "last": self.last,
         }
@@ -190,6 +194,7 @@ class ForensicsProjector(Projector):
         self.failures = list(state["failures"])
         self.resumes = list(state["resumes"])
         self.takeovers = list(state["takeovers"])
+        self.repairs = list(state["repairs"])
         self.state, self.failed_from = state["state"], state["failed_from"]
         self.running, self.count, self.last = state["running"], state["count"], state["last"]
         self.batches, self.episodes_per_batch = state["batches"], state["episodes_per_batch"]
@@ -239,6 +244,7 @@ class ForensicsProjector(Projector):
             "failures": self.failures,
             "resumes": self.resumes,
             "lease_takeovers": self.takeovers,
+            "repairs": self.repairs,
         }
 
 
