@@ -26,11 +26,11 @@ import structlog
 from domain.errors import AssetcastInputError
 from runtime.collection import (
     CollectionResult,
-    collect,
     end_session,
     refuse_bad_collection_input,
     run_collection,
 )
+from runtime.collection.collect_prepared import collect_verified
 from runtime.collection.executors.options import ExecutorOptions
 from runtime.collection.plan import CollectionPlan, CollectionRefused, plan_from_state
 from runtime.collection.recordings import verify_committed
@@ -203,14 +203,14 @@ def _resume_checked(
         prepared = resume_preparation(run_id, store=store, providers_by_role=providers_by_role)
         if goal != "run":
             return prepared
-        return collect(run_id, store=store, **collect_kwargs)
+        return collect_verified(run_id, store=store, **collect_kwargs)
     if state.state == "prepared":
         if goal != "run":
             raise NothingToResume(
                 f"run {run_id} is already prepared, which is all its goal "
                 f"'{goal}' asked for; use collect to collect it"
             )
-        return collect(run_id, store=store, **collect_kwargs)
+        return collect_verified(run_id, store=store, **collect_kwargs)
     if phase not in ("prepared", "collecting"):
         raise NothingToResume(f"run {run_id} is {state.state} and cannot be resumed")
     return _resume_collection(

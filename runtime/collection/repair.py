@@ -14,9 +14,9 @@ directory fsync) under the run's lease. What was done is then recorded as one
 place, and what they were rebuilt from; the event only names bytes the log already vouched
 for, so the fold checks them against the episode's receipt.
 
-The scan that finds the damage hashes every committed file once; a repair that finds
-nothing damaged has therefore verified every committed file, and the resume that follows
-does not hash them again (:attr:`RepairScan.verified`).
+The scan that finds the damage (:func:`scan_committed`) hashes every committed file once;
+once the damaged ones are restored, every committed file is verified, so the resume that
+follows does not hash them again.
 """
 
 from __future__ import annotations
@@ -85,11 +85,6 @@ class RepairScan:
 
     damaged: dict[tuple[int, int], list[Damage]]
     files_checked: int
-
-    @property
-    def verified(self) -> bool:
-        """Every committed file matches its receipt (nothing to repair)."""
-        return not self.damaged
 
 
 def _damage(what: str, entry: Mapping[str, Any], path: Path) -> Damage | None:

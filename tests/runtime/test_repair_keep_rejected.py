@@ -320,3 +320,7 @@ def test_cli_resume_repair_checks_once_and_records_the_repair(
         f"episode {e} trajectory {receipts[0]['path']} (was missing; re-run with seed "
         f"{repair['episodes'][0]['seed']} from {repair['episodes'][0]['deployment_path']})"
     ]
+    # Every other reader of the log takes the repair in its stride.
+    for command in (["show", run_id], ["show", run_id, "--json"], ["audit"], ["verify", run_id],
+                    ["runs"]):
+        assert main([*command, "--db", url]) == 0, command
