@@ -18,7 +18,6 @@ continues from the phase that was interrupted:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -32,17 +31,28 @@ from runtime.collection import (
 )
 from runtime.collection.collect_prepared import collect_verified
 from runtime.collection.executors.options import ExecutorOptions
-from runtime.collection.plan import CollectionPlan, CollectionRefused, plan_from_state
+from runtime.collection.plan import plan_from_state
 from runtime.collection.recordings import verify_committed
-from runtime.collection.repair import (
-    RepairScan,
-    RestoredEpisode,
-    repair_committed,
-    repair_event,
-    scan_committed,
+from runtime.collection.repair_scan import scan_committed
+from runtime.collection.repair_session import RepairResult, repair_run, repair_under_lease
+from runtime.run_inputs import (
+    RunDataAltered,
+    VerifiedInputs,
+    verified_or_check,
+    verify_run_inputs,
 )
 from runtime.session import CollectorSession
 from store.records import NewEvent
+
+__all__ = [
+    "NothingToResume",
+    "RepairResult",
+    "RunDataAltered",
+    "VerifiedInputs",
+    "repair_run",
+    "resume",
+    "verify_run_inputs",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -55,95 +65,7 @@ def _phase(state: Any) -> str:
     return state.failed_from if state.state == "failed" else state.state
 
 
-@dataclass(frozen=True)
-class RepairResult:
-    run_id: str
-    restored: tuple[RestoredEpisode, ...]
-    seq: int | None = None  # the `CommittedFilesRepaired` event that records them
-
-
-@dataclass(frozen=True)
-class VerifiedInputs:
-    """What :func:`verify_run_inputs` established about ``run_id``: its hash chain verifies
-    and its deployments and cache snapshots match their chained digests. Handing it to
-    :func:`resume` or :func:`repair_run` spares them checking again (the CLI checks first,
-    to refuse a broken chain before anything else reads the log)."""
-
-    run_id: str
-
-
-def verify_run_inputs(run_id: str, store: Any) -> VerifiedInputs:
-    """The checks before any session builds on ``run_id``: its chain from the anchor (the
-    cheap tail re-hash, ``ChainBroken``), then its deployments and cache snapshots
-    (``RunDataAltered``)."""
-    store.require_intact_chain(run_id)
-    _require_intact_inputs(run_id, store)
-    return VerifiedInputs(run_id)
-
-
-def _verified(run_id: str, store: Any, verified: VerifiedInputs | None) -> VerifiedInputs:
-    if verified is None:
-        return verify_run_inputs(run_id, store)
-    if verified.run_id != run_id:
-        raise ValueError(f"inputs verified for run {verified.run_id}, not {run_id}")
-    return verified
-
-
 Repaired = Callable[[RepairResult], None]
-
-
-def repair_run(
-    run_id: str,
-    *,
-    store: Any,
-    environment_factory: Any = None,
-    verified: VerifiedInputs | None = None,
-) -> RepairResult:
-    """Re-run every committed episode whose file is missing or corrupt and restore its files
-    if the re-run reproduces the logged SHA-256s (else ``RepairRefused`` naming the episode;
-    nothing is written). Under the run's lease; what was restored is recorded as one
-    `CommittedFilesRepaired` event. Refuses a broken chain or altered deployments/snapshots
-    first, like resume, unless ``verified`` says that was just checked."""
-    _verified(run_id, store, verified)
-    session = CollectorSession.open(store, run_id)
-    try:
-        state = store.state(run_id)
-        try:
-            plan = plan_from_state(run_id, state)
-        except CollectionRefused:  # nothing was ever materialized: nothing committed
-            result = RepairResult(run_id, ())
-        else:
-            result = _repair_under_lease(
-                plan, store=store, session=session, version=state.version,
-                environment_factory=environment_factory, scan=scan_committed(plan),
-            )
-    except BaseException as error:
-        end_session(session, error)
-        raise
-    end_session(session, None)
-    return result
-
-
-def _repair_under_lease(
-    plan: CollectionPlan, *, store: Any, session: CollectorSession, version: int,
-    environment_factory: Any, scan: RepairScan,
-) -> RepairResult:
-    """Restore what ``scan`` found damaged, then record it (fenced, durable) before anyone
-    is told (the log line, the CLI's ``restored ...`` lines come after the append)."""
-    restored = repair_committed(
-        plan, fence=session, environment_factory=environment_factory, scan=scan
-    )
-    if not restored:
-        return RepairResult(plan.run_id, ())
-    kind, payload = repair_event(session.identity(), restored)
-    seq = store.append(
-        plan.run_id, [NewEvent(kind, payload)], expected_version=version, fence=session.lease
-    )
-    log.warning(
-        "committed_files_repaired", run_id=plan.run_id, seq=seq, episodes=len(restored),
-        files=sum(len(episode.paths) for episode in restored),
-    )
-    return RepairResult(plan.run_id, restored, seq)
 
 
 def resume(
@@ -168,7 +90,7 @@ def resume(
     returns its ``RepairResult``. ``on_repaired`` is told what was restored as soon as it
     is recorded. Each check runs once: the repair's scan hashes every committed file, so
     the collection that follows does not verify them again."""
-    verified = _verified(run_id, store, verified)
+    verified = verified_or_check(run_id, store, verified)
     options = ExecutorOptions(
         collect_kwargs.get("workers", 1), collect_kwargs.get("ray_address"),
         collect_kwargs.get("episode_deadline_s"),
@@ -219,27 +141,6 @@ def _resume_checked(
     )
 
 
-class RunDataAltered(AssetcastInputError):
-    """A deployment or cache snapshot differs from the digests in the run's log."""
-
-
-def _require_intact_inputs(run_id: str, store: Any) -> None:
-    """Deployments and cache snapshots must still match their chained digests before a
-    session builds on them (committed trajectories are checked under the lease). Only the
-    preparation prefix of the log names them, so only it is read."""
-    from runtime.verify import preparation_prefix, verify_events
-
-    events = preparation_prefix(store.iter_events(run_id))
-    result = verify_events(run_id, events, trajectories=False)
-    if result.problems:
-        more = len(result.problems) - 1
-        raise RunDataAltered(
-            f"run {run_id}: {result.problems[0]}"
-            + (f" (and {more} more problem(s))" if more else "")
-            + "; refusing to resume (see `assetcast verify`)"
-        )
-
-
 def _resume_collection(
     run_id: str, *, store: Any, repair: bool, on_repaired: Repaired | None,
     **collect_kwargs: Any,
@@ -287,7 +188,7 @@ def _resume_under_lease(
     )
     if scan is not None:
         # Every committed file was hashed by the scan and is intact or restored now.
-        repaired = _repair_under_lease(
+        repaired = repair_under_lease(
             plan, store=store, session=session, version=state.version,
             environment_factory=collect_kwargs.get("environment_factory"), scan=scan,
         )

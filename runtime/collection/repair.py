@@ -14,9 +14,8 @@ directory fsync) under the run's lease. What was done is then recorded as one
 place, and what they were rebuilt from; the event only names bytes the log already vouched
 for, so the fold checks them against the episode's receipt.
 
-The scan that finds the damage (:func:`scan_committed`) hashes every committed file once;
-once the damaged ones are restored, every committed file is verified, so the resume that
-follows does not hash them again.
+Which files are damaged is :mod:`runtime.collection.repair_scan`; the repair as a session
+(lease, event) is :mod:`runtime.collection.repair_session`.
 """
 
 from __future__ import annotations
@@ -36,8 +35,9 @@ from runtime.collection.environment import EnvironmentFactory, default_environme
 from runtime.collection.executors.base import BatchWork, WorkSettings
 from runtime.collection.executors.worker import BatchWorker
 from runtime.collection.plan import CollectionPlan
-from runtime.collection.recordings import committed_files, from_log_path
-from runtime.files import file_sha256, fsync_directory, temp_name
+from runtime.collection.recordings import committed_files
+from runtime.collection.repair_scan import RepairScan, scan_committed
+from runtime.files import fsync_directory, temp_name
 
 log = structlog.get_logger(__name__)
 
@@ -46,16 +46,6 @@ REPAIR_EVENT = "CommittedFilesRepaired"
 
 class RepairRefused(AssetcastInputError):
     """A re-run episode's files differ from what the log recorded; nothing was restored."""
-
-
-@dataclass(frozen=True)
-class Damage:
-    """One committed file that does not match its receipt."""
-
-    what: str  # "trajectory" or "camera file (<camera> <modality>)"
-    entry: Mapping[str, Any]  # its receipt: path (as logged), bytes, sha256
-    path: Path
-    found: tuple[int, str] | None  # (bytes, SHA-256) of what was there; None: missing
 
 
 @dataclass(frozen=True)
@@ -77,38 +67,6 @@ class RestoredEpisode:
     deployment_path: str = ""  # the batch's deployment the episode was re-run on
     manifest_sha256: str = ""
     files: tuple[RestoredFile, ...] = ()
-
-
-@dataclass(frozen=True)
-class RepairScan:
-    """Every committed file of a plan, checked once: what is damaged, by episode."""
-
-    damaged: dict[tuple[int, int], list[Damage]]
-    files_checked: int
-
-
-def _damage(what: str, entry: Mapping[str, Any], path: Path) -> Damage | None:
-    """``path`` against its receipt, hashing it at most once."""
-    if not path.is_file():
-        return Damage(what, entry, path, None)
-    size = path.stat().st_size
-    digest = file_sha256(path)
-    if size == int(entry["bytes"]) and digest == entry["sha256"]:
-        return None
-    return Damage(what, entry, path, (size, digest))
-
-
-def scan_committed(plan: CollectionPlan) -> RepairScan:
-    """Committed episodes with a missing or corrupt file (every committed file checked)."""
-    found: dict[tuple[int, int], list[Damage]] = {}
-    checked = 0
-    for key, receipt in sorted(plan.committed().items()):
-        for what, entry in committed_files(receipt):
-            checked += 1
-            damage = _damage(what, entry, from_log_path(plan.output_dir, str(entry["path"])))
-            if damage is not None:
-                found.setdefault(key, []).append(damage)
-    return RepairScan(found, checked)
 
 
 def _regenerated(run: Any) -> dict[str, bytes]:

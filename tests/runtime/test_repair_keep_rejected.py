@@ -235,7 +235,7 @@ def test_cli_resume_repair_checks_once_and_records_the_repair(
     the run in one session; the chain check, the inputs check and each committed file's hash
     happen exactly once; `events` and `forensics` show what the repair did."""
     import runtime.collection.recordings as recordings_module
-    import runtime.collection.repair as repair_module
+    import runtime.collection.repair_scan as repair_scan_module
     import runtime.files as files_module
     import runtime.verify as verify_module
     from runtime.cli import main
@@ -279,7 +279,7 @@ def test_cli_resume_repair_checks_once_and_records_the_repair(
 
     monkeypatch.setattr(EventStore, "require_intact_chain", counted_chain)
     monkeypatch.setattr(verify_module, "verify_events", counted_verify)
-    for module in (files_module, recordings_module, repair_module):
+    for module in (files_module, recordings_module, repair_scan_module):
         monkeypatch.setattr(module, "file_sha256", counted_sha)
     capsys.readouterr()
     assert main(["resume", run_id, "--repair", "--db", url, "--no-progress"]) == 0
