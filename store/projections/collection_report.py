@@ -14,11 +14,11 @@ resumed session that continues them closes its own environment).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from store.projections.audit import episode_key
-from store.projections.incremental import Projector
+from store.projections.incremental import ChunkedProjector, ChunkMissing
 
 COLLECTION_REPORT_SCHEMA_VERSION = 1
 
@@ -38,16 +38,68 @@ class EventLike(Protocol):
     payload: Mapping[str, Any]
 
 
-class CollectionReport(Projector):
+CHUNK_EPISODES = 256
+"""Episodes per snapshot chunk (episode indices ``c*256 .. c*256+255`` of one batch): a
+snapshot rewrites the chunks that changed since the previous one, a few per interval."""
+
+_SHA_CHARS = frozenset("0123456789abcdef")
+
+
+class _Chunk:
+    """The attempts of one chunk of a batch's episodes, by episode index, and which are done
+    (their commit-or-discard is in the log; a re-run makes it undone again)."""
+
+    __slots__ = ("attempts", "done")
+
+    def __init__(self) -> None:
+        self.attempts: dict[int, dict[str, Any]] = {}
+        self.done: set[int] = set()
+
+    def counts(self) -> tuple[int, int]:
+        """(accepted, attempted) over the done episodes."""
+        attempts = self.attempts
+        return sum(1 for e in self.done if attempts[e]["accepted"]), len(self.done)
+
+
+def _chunk_name(cid: tuple[int, int]) -> str:
+    return f"{cid[0]}.{cid[1]}"
+
+
+def _chunk_id(name: str) -> tuple[int, int]:
+    batch, _, chunk = name.partition(".")
+    return int(batch), int(chunk)
+
+
+def _decode_chunk(cid: tuple[int, int], body: Any) -> _Chunk:
+    """A stored chunk body, strictly (ChunkMissing if it is not one of chunk ``cid``)."""
+    try:
+        if not isinstance(body, dict) or set(body) != {"attempts"}:
+            raise ValueError("unexpected fields")
+        chunk = _Chunk()
+        for e, attempt, done in body["attempts"]:
+            if type(e) is not int or e // CHUNK_EPISODES != cid[1] or not isinstance(
+                attempt, dict
+            ) or type(done) is not bool:
+                raise ValueError(f"bad attempt entry for episode {e!r}")
+            chunk.attempts[e] = dict(attempt)
+            if done:
+                chunk.done.add(e)
+    except (TypeError, ValueError) as exc:
+        raise ChunkMissing(f"chunk {_chunk_name(cid)} does not decode: {exc}") from None
+    return chunk
+
+
+class CollectionReport(ChunkedProjector):
     """Accumulates the report while walking the log once, in order.
 
-    Snapshotted (``store.projections.incremental``), so the report a session writes at its
-    end costs the tail since the last snapshot. Its state is the answer's own size: the
-    batches, the sessions and one entry per episode (the report lists every done one).
+    Snapshotted (``store.projections.incremental``) as a head (status, sessions, batches:
+    small) plus chunks of ``CHUNK_EPISODES`` episodes, so a snapshot crossing a boundary
+    writes only the chunks that changed, and the report a session writes at its end costs
+    the tail since the last snapshot, streamed chunk by chunk (:meth:`report_skeleton`).
     """
 
     KIND = "collection_report"
-    VERSION = 1
+    VERSION = 2
 
     def __init__(self) -> None:
         super().__init__()
@@ -59,8 +111,10 @@ class CollectionReport(Projector):
         self.session: str | None = None
         self.batches: dict[int, dict[str, Any]] = {}
         self.batch_session: dict[int, str | None] = {}
-        self.attempts: dict[tuple[int, int], dict[str, Any]] = {}
-        self.done: dict[tuple[int, int], dict[str, Any]] = {}
+        self.chunks: dict[tuple[int, int], _Chunk] = {}
+        # Stored chunks: (batch, chunk) -> (seq, body_sha256, accepted, attempted).
+        self.manifest: dict[tuple[int, int], tuple[int, str, int, int]] = {}
+        self.dirty: set[tuple[int, int]] = set()
 
     def _apply(self, event: Any) -> None:
         kind, payload = event.type, event.payload
@@ -97,11 +151,55 @@ class CollectionReport(Projector):
                 "episode_index": payload.get("episode_index"),
             }
 
+    # -- chunks -------------------------------------------------------------------------
+    def _load(self, cid: tuple[int, int]) -> _Chunk:
+        seq, sha, accepted, attempted = self.manifest[cid]
+        if self.loader is None:
+            raise ChunkMissing(f"chunk {_chunk_name(cid)} is not resident and nothing loads it")
+        chunk = _decode_chunk(cid, self.loader(_chunk_name(cid), seq, sha))
+        if chunk.counts() != (accepted, attempted):
+            raise ChunkMissing(f"chunk {_chunk_name(cid)} does not hold the counts its head names")
+        return chunk
+
+    def _chunk(self, cid: tuple[int, int], *, create: bool) -> _Chunk | None:
+        chunk = self.chunks.get(cid)
+        if chunk is None:
+            if cid in self.manifest:
+                chunk = self.chunks[cid] = self._load(cid)
+            elif create:
+                chunk = self.chunks[cid] = _Chunk()
+        return chunk
+
+    def dirty_chunks(self) -> Iterator[tuple[str, Any]]:
+        for cid in sorted(self.dirty):
+            chunk = self.chunks[cid]
+            done = chunk.done
+            yield _chunk_name(cid), {
+                "attempts": [[e, attempt, e in done] for e, attempt in chunk.attempts.items()]
+            }
+
+    def chunk_stored(self, name: str, seq: int, sha256: str) -> None:
+        cid = _chunk_id(name)
+        self.manifest[cid] = (seq, sha256, *self.chunks[cid].counts())
+        self.dirty.discard(cid)
+
+    def evict(self) -> None:
+        for cid in [cid for cid in self.chunks if cid not in self.dirty and cid in self.manifest]:
+            del self.chunks[cid]
+
+    def load_all(self) -> None:
+        for cid in self.manifest:
+            self._chunk(cid, create=False)
+
     def _episode(self, kind: str, payload: Mapping[str, Any]) -> None:
-        key = episode_key(payload)
+        b, e = episode_key(payload)
+        cid = (b, e // CHUNK_EPISODES)
+        chunk = self._chunk(cid, create=kind == "EpisodeStarted")
+        if chunk is None:  # a log the fold would refuse; stay total rather than crash
+            return
         if kind == "EpisodeStarted":
-            self.done.pop(key, None)
-            self.attempts[key] = {
+            chunk.done.discard(e)
+            chunk.attempts[e] = {
                 "seed": payload["seed"],
                 "initial_passed": None,
                 "initial_checks": [],
@@ -113,10 +211,12 @@ class CollectionReport(Projector):
                 "discard_reason": None,
                 "reset_submitted": False,
             }
+            self.dirty.add(cid)
             return
-        attempt = self.attempts.get(key)
-        if attempt is None:  # a log the fold would refuse; stay total rather than crash
+        attempt = chunk.attempts.get(e)
+        if attempt is None:
             return
+        self.dirty.add(cid)
         if kind == "InitialChecked":
             attempt["initial_passed"] = bool(payload["passed"])
             attempt["initial_checks"] = list(payload["checks"])
@@ -137,26 +237,24 @@ class CollectionReport(Projector):
                 "bytes": payload["bytes"],
                 "sha256": payload["sha256"],
             }
-            self.done[key] = attempt
+            chunk.done.add(e)
         elif kind == "TrajectoryDiscarded":
             attempt["discard_reason"] = payload["reason"]
-            self.done[key] = attempt
+            chunk.done.add(e)
         elif kind == "ResetSubmitted":
             attempt["reset_submitted"] = True
 
+    # -- snapshot -----------------------------------------------------------------------
     def _dump(self) -> Any:
-        # A done attempt is the same object in ``attempts`` and ``done`` (a later
-        # ResetSubmitted updates both), so it is stored once with a done flag.
+        if self.dirty:
+            raise ValueError("collection_report: dump with chunks not yet stored")
         return {
             "run_id": self.run_id, "status": self.status, "error": self.error,
             "constructions": self.constructions, "sessions": list(self.sessions),
             "session": self.session,
             "batches": [[index, entry] for index, entry in self.batches.items()],
             "batch_session": [[index, owner] for index, owner in self.batch_session.items()],
-            "attempts": [
-                [b, e, attempt, self.done.get((b, e)) is attempt]
-                for (b, e), attempt in self.attempts.items()
-            ],
+            "chunks": [[*cid, *entry] for cid, entry in sorted(self.manifest.items())],
         }
 
     def _restore(self, state: Any) -> None:
@@ -167,32 +265,65 @@ class CollectionReport(Projector):
         self.session = state["session"]
         self.batches = {int(index): dict(entry) for index, entry in state["batches"]}
         self.batch_session = {int(index): owner for index, owner in state["batch_session"]}
-        self.attempts, self.done = {}, {}
-        for b, e, attempt, done in state["attempts"]:
-            key = (int(b), int(e))
-            self.attempts[key] = dict(attempt)
-            if done is True:
-                self.done[key] = self.attempts[key]
+        self.chunks, self.manifest, self.dirty = {}, {}, set()
+        for b, c, seq, sha, accepted, attempted in state["chunks"]:
+            numbers = (b, c, seq, accepted, attempted)
+            if any(type(n) is not int or n < 0 for n in numbers):
+                raise ValueError(f"bad chunk entry {[b, c, seq, sha, accepted, attempted]!r}")
+            if not isinstance(sha, str) or len(sha) != 64 or not set(sha) <= _SHA_CHARS:
+                raise ValueError(f"bad chunk digest {sha!r}")
+            self.manifest[(b, c)] = (seq, sha, accepted, attempted)
 
-    def report(self) -> dict[str, Any]:
+    # -- the answer ---------------------------------------------------------------------
+    def _batch_chunks(self) -> dict[int, list[tuple[int, int]]]:
+        by_batch: dict[int, list[tuple[int, int]]] = {}
+        for cid in sorted(set(self.chunks) | set(self.manifest)):
+            by_batch.setdefault(cid[0], []).append(cid)
+        return by_batch
+
+    def _counts(self, cid: tuple[int, int]) -> tuple[int, int]:
+        chunk = self.chunks.get(cid)
+        if chunk is not None:
+            return chunk.counts()
+        return self.manifest[cid][2:]
+
+    def _episodes(
+        self, cids: list[tuple[int, int]], sink: Callable[[dict[str, Any]], None] | None
+    ) -> Iterator[dict[str, Any]]:
+        """The done episodes of ``cids`` in order; a chunk not resident is loaded for the
+        walk only (memory: one chunk)."""
+        for cid in cids:
+            chunk = self.chunks.get(cid) or self._load(cid)
+            for e in sorted(chunk.done):
+                entry = _episode_entry(e, chunk.attempts[e])
+                if sink is not None:
+                    sink(entry)
+                yield entry
+
+    def report_skeleton(
+        self, sink: Callable[[int, dict[str, Any]], None] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`report`, with each batch's ``episodes`` a generator that walks its chunks
+        when consumed (so the report can be encoded with bounded memory); ``sink(batch,
+        entry)`` sees every episode entry as it is produced. Consume it once, in order."""
+        by_batch = self._batch_chunks()
         batches = []
         accepted_total = attempted_total = 0
         for index in sorted(self.batches):
-            episodes = []
-            for (batch_index, episode_index), attempt in sorted(self.done.items()):
-                if batch_index != index:
-                    continue
-                episodes.append(_episode_entry(episode_index, attempt))
-            accepted = sum(1 for item in episodes if item["accepted"])
+            cids = by_batch.get(index, [])
+            counts = [self._counts(cid) for cid in cids]
+            accepted = sum(a for a, _ in counts)
+            attempted = sum(n for _, n in counts)
             accepted_total += accepted
-            attempted_total += len(episodes)
+            attempted_total += attempted
+            batch_sink = None if sink is None else (lambda entry, i=index: sink(i, entry))
             batches.append(
                 {
                     "batch_index": index,
                     "asset_set_id": self.batches[index]["asset_set_id"],
-                    "episodes": episodes,
+                    "episodes": self._episodes(cids, batch_sink),
                     "accepted": accepted,
-                    "attempted": len(episodes),
+                    "attempted": attempted,
                     "close_finalized": self.batches[index].get("close_finalized", False),
                 }
             )
@@ -208,6 +339,12 @@ class CollectionReport(Projector):
         }
         if self.status == "failed" and self.error is not None:
             report.update(self.error)
+        return report
+
+    def report(self) -> dict[str, Any]:
+        report = self.report_skeleton()
+        for batch in report["batches"]:
+            batch["episodes"] = list(batch["episodes"])
         return report
 
 
