@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from store.projections.audit import episode_key
-from store.projections.incremental import ChunkedProjector, ChunkMissing
+from store.projections.episode_chunks import ChunkId, EpisodeChunk, EpisodeChunked, chunk_of
 
 COLLECTION_REPORT_SCHEMA_VERSION = 1
 
@@ -38,58 +38,7 @@ class EventLike(Protocol):
     payload: Mapping[str, Any]
 
 
-CHUNK_EPISODES = 256
-"""Episodes per snapshot chunk (episode indices ``c*256 .. c*256+255`` of one batch): a
-snapshot rewrites the chunks that changed since the previous one, a few per interval."""
-
-_SHA_CHARS = frozenset("0123456789abcdef")
-
-
-class _Chunk:
-    """The attempts of one chunk of a batch's episodes, by episode index, and which are done
-    (their commit-or-discard is in the log; a re-run makes it undone again)."""
-
-    __slots__ = ("attempts", "done")
-
-    def __init__(self) -> None:
-        self.attempts: dict[int, dict[str, Any]] = {}
-        self.done: set[int] = set()
-
-    def counts(self) -> tuple[int, int]:
-        """(accepted, attempted) over the done episodes."""
-        attempts = self.attempts
-        return sum(1 for e in self.done if attempts[e]["accepted"]), len(self.done)
-
-
-def _chunk_name(cid: tuple[int, int]) -> str:
-    return f"{cid[0]}.{cid[1]}"
-
-
-def _chunk_id(name: str) -> tuple[int, int]:
-    batch, _, chunk = name.partition(".")
-    return int(batch), int(chunk)
-
-
-def _decode_chunk(cid: tuple[int, int], body: Any) -> _Chunk:
-    """A stored chunk body, strictly (ChunkMissing if it is not one of chunk ``cid``)."""
-    try:
-        if not isinstance(body, dict) or set(body) != {"attempts"}:
-            raise ValueError("unexpected fields")
-        chunk = _Chunk()
-        for e, attempt, done in body["attempts"]:
-            if type(e) is not int or e // CHUNK_EPISODES != cid[1] or not isinstance(
-                attempt, dict
-            ) or type(done) is not bool:
-                raise ValueError(f"bad attempt entry for episode {e!r}")
-            chunk.attempts[e] = dict(attempt)
-            if done:
-                chunk.done.add(e)
-    except (TypeError, ValueError) as exc:
-        raise ChunkMissing(f"chunk {_chunk_name(cid)} does not decode: {exc}") from None
-    return chunk
-
-
-class CollectionReport(ChunkedProjector):
+class CollectionReport(EpisodeChunked):
     """Accumulates the report while walking the log once, in order.
 
     Snapshotted (``store.projections.incremental``) as a head (status, sessions, batches:
@@ -100,6 +49,7 @@ class CollectionReport(ChunkedProjector):
 
     KIND = "collection_report"
     VERSION = 2
+    SUMMARY_FIELDS = 2  # accepted, attempted
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,10 +61,6 @@ class CollectionReport(ChunkedProjector):
         self.session: str | None = None
         self.batches: dict[int, dict[str, Any]] = {}
         self.batch_session: dict[int, str | None] = {}
-        self.chunks: dict[tuple[int, int], _Chunk] = {}
-        # Stored chunks: (batch, chunk) -> (seq, body_sha256, accepted, attempted).
-        self.manifest: dict[tuple[int, int], tuple[int, str, int, int]] = {}
-        self.dirty: set[tuple[int, int]] = set()
 
     def _apply(self, event: Any) -> None:
         kind, payload = event.type, event.payload
@@ -151,50 +97,15 @@ class CollectionReport(ChunkedProjector):
                 "episode_index": payload.get("episode_index"),
             }
 
-    # -- chunks -------------------------------------------------------------------------
-    def _load(self, cid: tuple[int, int]) -> _Chunk:
-        seq, sha, accepted, attempted = self.manifest[cid]
-        if self.loader is None:
-            raise ChunkMissing(f"chunk {_chunk_name(cid)} is not resident and nothing loads it")
-        chunk = _decode_chunk(cid, self.loader(_chunk_name(cid), seq, sha))
-        if chunk.counts() != (accepted, attempted):
-            raise ChunkMissing(f"chunk {_chunk_name(cid)} does not hold the counts its head names")
-        return chunk
-
-    def _chunk(self, cid: tuple[int, int], *, create: bool) -> _Chunk | None:
-        chunk = self.chunks.get(cid)
-        if chunk is None:
-            if cid in self.manifest:
-                chunk = self.chunks[cid] = self._load(cid)
-            elif create:
-                chunk = self.chunks[cid] = _Chunk()
-        return chunk
-
-    def dirty_chunks(self) -> Iterator[tuple[str, Any]]:
-        for cid in sorted(self.dirty):
-            chunk = self.chunks[cid]
-            done = chunk.done
-            yield _chunk_name(cid), {
-                "attempts": [[e, attempt, e in done] for e, attempt in chunk.attempts.items()]
-            }
-
-    def chunk_stored(self, name: str, seq: int, sha256: str) -> None:
-        cid = _chunk_id(name)
-        self.manifest[cid] = (seq, sha256, *self.chunks[cid].counts())
-        self.dirty.discard(cid)
-
-    def evict(self) -> None:
-        for cid in [cid for cid in self.chunks if cid not in self.dirty and cid in self.manifest]:
-            del self.chunks[cid]
-
-    def load_all(self) -> None:
-        for cid in self.manifest:
-            self._chunk(cid, create=False)
+    def summary(self, chunk: EpisodeChunk) -> tuple[int, ...]:
+        """(accepted, attempted) over the chunk's done episodes."""
+        attempts = chunk.attempts
+        return sum(1 for e in chunk.done if attempts[e]["accepted"]), len(chunk.done)
 
     def _episode(self, kind: str, payload: Mapping[str, Any]) -> None:
         b, e = episode_key(payload)
-        cid = (b, e // CHUNK_EPISODES)
-        chunk = self._chunk(cid, create=kind == "EpisodeStarted")
+        cid = chunk_of(b, e)
+        chunk = self.chunk(cid, create=kind == "EpisodeStarted")
         if chunk is None:  # a log the fold would refuse; stay total rather than crash
             return
         if kind == "EpisodeStarted":
@@ -246,15 +157,13 @@ class CollectionReport(ChunkedProjector):
 
     # -- snapshot -----------------------------------------------------------------------
     def _dump(self) -> Any:
-        if self.dirty:
-            raise ValueError("collection_report: dump with chunks not yet stored")
         return {
             "run_id": self.run_id, "status": self.status, "error": self.error,
             "constructions": self.constructions, "sessions": list(self.sessions),
             "session": self.session,
             "batches": [[index, entry] for index, entry in self.batches.items()],
             "batch_session": [[index, owner] for index, owner in self.batch_session.items()],
-            "chunks": [[*cid, *entry] for cid, entry in sorted(self.manifest.items())],
+            "chunks": self._dump_chunks(),
         }
 
     def _restore(self, state: Any) -> None:
@@ -265,35 +174,22 @@ class CollectionReport(ChunkedProjector):
         self.session = state["session"]
         self.batches = {int(index): dict(entry) for index, entry in state["batches"]}
         self.batch_session = {int(index): owner for index, owner in state["batch_session"]}
-        self.chunks, self.manifest, self.dirty = {}, {}, set()
-        for b, c, seq, sha, accepted, attempted in state["chunks"]:
-            numbers = (b, c, seq, accepted, attempted)
-            if any(type(n) is not int or n < 0 for n in numbers):
-                raise ValueError(f"bad chunk entry {[b, c, seq, sha, accepted, attempted]!r}")
-            if not isinstance(sha, str) or len(sha) != 64 or not set(sha) <= _SHA_CHARS:
-                raise ValueError(f"bad chunk digest {sha!r}")
-            self.manifest[(b, c)] = (seq, sha, accepted, attempted)
+        self._restore_chunks(state["chunks"])
 
     # -- the answer ---------------------------------------------------------------------
-    def _batch_chunks(self) -> dict[int, list[tuple[int, int]]]:
-        by_batch: dict[int, list[tuple[int, int]]] = {}
-        for cid in sorted(set(self.chunks) | set(self.manifest)):
+    def _batch_chunks(self) -> dict[int, list[ChunkId]]:
+        by_batch: dict[int, list[ChunkId]] = {}
+        for cid in self.chunk_ids():
             by_batch.setdefault(cid[0], []).append(cid)
         return by_batch
 
-    def _counts(self, cid: tuple[int, int]) -> tuple[int, int]:
-        chunk = self.chunks.get(cid)
-        if chunk is not None:
-            return chunk.counts()
-        return self.manifest[cid][2:]
-
     def _episodes(
-        self, cids: list[tuple[int, int]], sink: Callable[[dict[str, Any]], None] | None
+        self, cids: list[ChunkId], sink: Callable[[dict[str, Any]], None] | None
     ) -> Iterator[dict[str, Any]]:
         """The done episodes of ``cids`` in order; a chunk not resident is loaded for the
         walk only (memory: one chunk)."""
         for cid in cids:
-            chunk = self.chunks.get(cid) or self._load(cid)
+            chunk = self.peek(cid)
             for e in sorted(chunk.done):
                 entry = _episode_entry(e, chunk.attempts[e])
                 if sink is not None:
@@ -311,7 +207,7 @@ class CollectionReport(ChunkedProjector):
         accepted_total = attempted_total = 0
         for index in sorted(self.batches):
             cids = by_batch.get(index, [])
-            counts = [self._counts(cid) for cid in cids]
+            counts = [self.chunk_summary(cid) for cid in cids]
             accepted = sum(a for a, _ in counts)
             attempted = sum(n for _, n in counts)
             accepted_total += accepted

@@ -16,7 +16,7 @@ from runtime.collection.results import write_report
 from runtime.files import report_text
 from runtime.json_text import NotPlainJSON, indented_json, stream_indented_json
 from store import EventStore, NewEvent
-from store.projections import collection_report as module
+from store.projections import episode_chunks as module
 from store.projections.collection_report import CollectionReport, collection_report
 from store.projections.incremental import ChunkMissing
 from tests.store.eventgen import legal_run
@@ -114,7 +114,7 @@ def test_a_damaged_chunk_never_changes_the_report(tmp_path: Path, damage: str) -
         if damage == "delete":
             conn.execute(sa.text(f"DELETE FROM snapshots WHERE {where}"))
         elif damage == "body":  # rewritten consistently with its own digest, not the head's
-            body = json.dumps({"attempts": []})
+            body = json.dumps({"attempts": [], "extra": []})
             conn.execute(sa.text(f"UPDATE snapshots SET body = :b, body_sha256 = :h WHERE {where}"),
                          {"b": body, "h": sha256_hex(body.encode())})
         else:  # a stale row: another seq than the head names
