@@ -106,8 +106,12 @@ def _registry() -> dict[str, type[Projector]]:
     from store.projections.forensics import ForensicsProjector
     from store.projections.preparation_report import PreparationReport
     from store.projections.run_digest import RunDigest
+    from store.projections.run_report import RunReport
 
-    kinds = (RunDigest, ForensicsProjector, AssetOutcomes, CollectionReport, PreparationReport)
+    kinds = (
+        RunDigest, ForensicsProjector, AssetOutcomes, CollectionReport, PreparationReport,
+        RunReport,
+    )
     return {cls.KIND: cls for cls in kinds}
 
 

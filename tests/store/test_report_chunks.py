@@ -186,3 +186,45 @@ def test_streamed_json_equals_the_whole_text() -> None:
         assert "".join(pieces) == json.dumps({**value, "g": items}, sort_keys=True, indent=2)
     with pytest.raises(NotPlainJSON):
         stream_indented_json({"g": (x for x in [float("nan")])}, pieces.append)
+
+
+def test_the_html_report_numbers_from_snapshot_and_tail_equal_the_whole_log(
+    tmp_path: Path,
+) -> None:
+    """`assetcast report` projects the snapshotted run_report + forensics: after every
+    append of a multi-session run (crash, failure, re-run, camera receipts) and in a fresh
+    process, its numbers and receipts are the whole log's."""
+    from runtime.report.writer import _project
+    from store.projections.run_report import run_report
+    from tests.store.test_report_snapshots import _several_sessions
+
+    history = _several_sessions()
+    for i, event in enumerate(history):  # two receipts naming camera files, one re-run
+        if event.type == "TrajectoryCommitted" and event.payload["batch_index"] == 0:
+            history[i] = NewEvent(event.type, {**event.payload, "files": [
+                {"camera": "c", "path": f"f{i}", "bytes": 1, "sha256": "e" * 64}]})
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = EventStore(url, snapshot_every=7)
+    version = 0
+    try:
+        for start in range(0, len(history), 2):
+            version = store.append("r", history[start:start + 2], expected_version=version)
+            logged = store.read("r")
+            report, receipts = _project(store, "r")
+            assert report_text(report) == report_text(run_report(logged)), version
+            expected = {}
+            for event in logged:
+                if event.type == "TrajectoryCommitted" and event.payload.get("files"):
+                    key = (event.payload["batch_index"], event.payload["episode_index"])
+                    expected[key] = dict(event.payload)
+            assert [r.payload for r in receipts] == [expected[k] for k in sorted(expected)]
+    finally:
+        store.close()
+    fresh = EventStore(url)
+    try:
+        assert fresh._snapshot("r", "run_report") is not None
+        report, _ = _project(fresh, "r")
+        assert report_text(report) == report_text(run_report(fresh.read("r")))
+        assert report["sessions"][0]["end"] is not None and report["events"] == version
+    finally:
+        fresh.close()
