@@ -48,7 +48,7 @@ class CollectionReport(EpisodeChunked):
     """
 
     KIND = "collection_report"
-    VERSION = 2
+    VERSION = 3  # 3: a head + chunks (1 was the whole report in one body)
     SUMMARY_FIELDS = 2  # accepted, attempted
 
     def __init__(self) -> None:
