@@ -1,7 +1,13 @@
 """Collection: a run's prepared batches executed on workers, recorded by one driver.
 
-Modules, one purpose each: ``driver`` (the session's pass, single writer of the log and of
-committed files), ``plan`` (what is left to do, from the log), ``episode`` (one episode on a
+Modules, one purpose each: ``collect_prepared`` (the entry point ``collect``: refusals
+before the lease, the lease taken and released), ``session_run`` (one session under a held
+lease: inputs checked, the pass run, the report written; shared with resume), ``driver``
+(the session's pass, single writer of the log and of committed files), ``session_ledger``
+(the driver's appends: position tags, deferred events, the live-dataset hook, appends after
+a failure), ``session_events`` (the session's own events), ``session_endings`` (closing the
+environment, recording `RunCompleted` or `RunFailed`), ``episode_log`` (an episode's log
+lines, once durable), ``plan`` (what is left to do, from the log), ``episode`` (one episode on a
 worker's environment), ``commit`` (an episode's files made durable, its events assembled),
 ``ledger`` (the pipelined append thread), ``recordings`` (files on disk versus the log),
 ``refusals`` (bad input refused before anything is recorded), ``results`` (what a session
@@ -18,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 # (``verify`` reads ``recordings``) must not import the driver, the task model and the
 # executors with it.
 _EXPORTS = {
-    "LEDGER_PIPELINE_DEPTH": "runtime.collection.driver",
-    "collect": "runtime.collection.driver",
-    "end_session": "runtime.collection.driver",
-    "run_collection": "runtime.collection.driver",
+    "LEDGER_PIPELINE_DEPTH": "runtime.collection.session_ledger",
+    "collect": "runtime.collection.collect_prepared",
+    "end_session": "runtime.collection.collect_prepared",
+    "run_collection": "runtime.collection.session_run",
     "EnvironmentFactory": "runtime.collection.environment",
     "default_environment_factory": "runtime.collection.environment",
     "CollectionRefused": "runtime.collection.plan",
@@ -33,12 +39,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from runtime.collection.driver import (
-        LEDGER_PIPELINE_DEPTH,
-        collect,
-        end_session,
-        run_collection,
-    )
+    from runtime.collection.collect_prepared import collect, end_session
     from runtime.collection.environment import EnvironmentFactory, default_environment_factory
     from runtime.collection.plan import CollectionRefused
     from runtime.collection.refusals import refuse_bad_collection_input
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
         CollectionResult,
         EpisodeOutcome,
     )
+    from runtime.collection.session_ledger import LEDGER_PIPELINE_DEPTH
+    from runtime.collection.session_run import run_collection
 
 
 def __getattr__(name: str) -> Any:
