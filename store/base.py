@@ -602,7 +602,11 @@ class StoreCore:
                     if projector.seq == expected_version:
                         try:
                             _advance(projector, run_id, prepared, now)
-                        except ChunkMissing:  # rebuilt at the next boundary
+                        except Exception as exc:  # noqa: BLE001 - a cache; the events are in
+                            # (e.g. an evicted chunk whose row is gone): rebuilt at the next
+                            # boundary from the stored snapshot + tail
+                            log.warning("live_projection_dropped", run_id=run_id, kind=kind,
+                                        error=str(exc))
                             live.pop(kind)
             return folder.state.version
 
