@@ -38,7 +38,7 @@ from runtime.files import (
     temp_name,
 )
 from runtime.inputs.reading import read_inside
-from runtime.taskfile import dump_task, load_task, load_task_with_digest
+from runtime.taskfile import dump_task, load_task
 
 log = structlog.get_logger(__name__)
 
@@ -299,28 +299,12 @@ def _load_manifest(path: Path, expected_sha256: str | None) -> tuple[dict[str, A
     return manifest, digest
 
 
-_TASKS_BY_DIGEST: dict[str, TaskSpec] = {}
-"""Validated tasks by the SHA-256 of the bytes parsed: a run's deployments all carry the same
-``task.yaml``, so verifying them parses it once (parsing is most of what a check costs)."""
-
-
-def _task_of(path: Path, digest: str) -> TaskSpec:
-    """The task at ``path``, whose bytes were just hashed to ``digest`` (the manifest's)."""
-    spec = _TASKS_BY_DIGEST.get(digest)
-    if spec is None:
-        spec, parsed = load_task_with_digest(path)
-        if len(_TASKS_BY_DIGEST) >= 16:
-            _TASKS_BY_DIGEST.clear()
-        _TASKS_BY_DIGEST[parsed] = spec  # keyed by what was parsed, never by what was asked
-    return spec
-
-
 def _check_task_agrees(root: Path, manifest: dict[str, Any]) -> None:
     """The manifest's roles and requirements digest must be what ``task.yaml`` says, so an
     edited manifest is caught even when the recorded manifest digest is not at hand."""
     manifest_path = root / MANIFEST_NAME
     try:
-        spec = _task_of(root / TASK_NAME, manifest["files"][TASK_NAME])
+        spec = load_task(root / TASK_NAME)
     except AssetcastInputError as error:
         raise DeploymentInvalid(f"{root / TASK_NAME}: {error}") from error
     requirements = spec.asset_requirements
