@@ -108,11 +108,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     digest = _project(store, args.run_id, "digest")
     if args.json:
         # The full report is as long as the run's episode list: its snapshot + the tail.
-        kind = "collection_report" if digest.collection_started else "preparation_report"
+        if digest.collection_started:  # streamed from its snapshot chunks + the tail
+            from runtime.collection.results import print_report
+
+            print_report(store, args.run_id, sys.stdout.write)
+            return EXIT_OK
         from store.gc_pause import gc_paused
 
         with gc_paused():
-            sys.stdout.write(report_text(store.project(args.run_id, kind).report()))
+            sys.stdout.write(report_text(store.project(args.run_id, "preparation_report").report()))
         return EXIT_OK
     s = digest.summary(args.run_id)
     for label, key in [

@@ -82,6 +82,24 @@ def write_report(
         return report
 
 
+def print_report(store: Any, run_id: str, write: Any) -> None:
+    """``show --json``: the text of `report.json` passed to ``write`` in pieces, streamed from
+    the snapshot chunks like :func:`write_report` (memory: a chunk). Every chunk is loaded
+    once before the first byte is written (a chunk that is missing or corrupt costs a full
+    fold instead, never half a report)."""
+    with gc_paused():
+        projector = store.project(run_id, "collection_report", lazy=True)
+        try:
+            for cid in projector.chunk_ids():
+                projector.peek(cid)
+        except ChunkMissing as exc:
+            log.warning("snapshot_ignored", run_id=run_id, kind="collection_report",
+                        reason=str(exc))
+            projector = store.fold_projection(run_id, "collection_report")
+        stream_indented_json(projector.report_skeleton(), write)
+        write("\n")
+
+
 def _stream_report(store: Any, run_id: str, path: Path, fence: Any | None) -> dict[str, Any]:
     projector = store.project(run_id, "collection_report", lazy=True)
     outcomes: dict[int, list[dict[str, Any]]] = {}

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from domain.canonical import sha256_hex
-from runtime.collection.results import write_report
+from runtime.collection.results import print_report, write_report
 from runtime.files import report_text
 from runtime.json_text import NotPlainJSON, indented_json, stream_indented_json
 from store import EventStore, NewEvent
@@ -97,6 +97,9 @@ def test_report_json_streamed_from_chunks_is_byte_identical(tmp_path: Path) -> N
     try:
         write_report(fresh, "r", tmp_path / "again.json")
         assert (tmp_path / "again.json").read_text() == expected
+        pieces: list[str] = []
+        print_report(fresh, "r", pieces.append)
+        assert "".join(pieces) == expected
     finally:
         fresh.close()
 
@@ -125,6 +128,9 @@ def test_a_damaged_chunk_never_changes_the_report(tmp_path: Path, damage: str) -
         assert report_text(fresh.project("r", KIND).report()) == expected
         write_report(fresh, "r", tmp_path / "report.json")
         assert (tmp_path / "report.json").read_text() == expected
+        pieces: list[str] = []
+        print_report(fresh, "r", pieces.append)  # `show --json`: never half a report
+        assert "".join(pieces) == expected
         lazy = fresh.project("r", KIND, lazy=True)
         assert isinstance(lazy, CollectionReport)
         with pytest.raises(ChunkMissing):
