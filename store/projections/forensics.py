@@ -47,12 +47,15 @@ class ForensicsProjector(Projector):
     """
 
     KIND = "forensics"
-    VERSION = 3  # 3: repairs
+    VERSION = 4  # 3: repairs, 4: session_ends
 
     def __init__(self) -> None:
         super().__init__()
         self.created: dict[str, Any] | None = None
         self.sessions: list[dict[str, Any]] = []
+        # Recorded time of each session's ``last_seq`` event (the run report's session end;
+        # kept beside the sessions so the forensic report itself is unchanged).
+        self.session_ends: list[str | None] = []
         self.episodes: dict[tuple[int, int], dict[str, Any]] = {}
         self.failures: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
@@ -130,10 +133,12 @@ class ForensicsProjector(Projector):
                 "last_seq": event.seq,
                 "in_flight": None,
             })
+            self.session_ends.append(event_time(event))
             return
         if current is None:
             return
         current["last_seq"] = event.seq
+        self.session_ends[-1] = event_time(event)
         if kind == "EnvironmentBuilt":
             current["environment_built"] = True
         elif kind == "EnvironmentClosed":
@@ -180,6 +185,7 @@ class ForensicsProjector(Projector):
             "batches": self.batches, "episodes_per_batch": self.episodes_per_batch,
             "done_per_batch": [[b, n] for b, n in sorted(self.done_per_batch.items())],
             "created": self.created, "sessions": self.sessions,
+            "session_ends": self.session_ends,
             "episodes": list(self.episodes.values()), "failures": self.failures,
             "resumes": self.resumes, "takeovers": self.takeovers, "repairs": self.repairs,
             "state": self.state,
@@ -190,6 +196,9 @@ class ForensicsProjector(Projector):
     def _restore(self, state: Any) -> None:
         self.created = state["created"]
         self.sessions = list(state["sessions"])
+        self.session_ends = list(state["session_ends"])
+        if len(self.session_ends) != len(self.sessions):
+            raise ValueError("forensics snapshot: session_ends do not match the sessions")
         self.episodes = {(e["batch_index"], e["episode_index"]): e for e in state["episodes"]}
         self.failures = list(state["failures"])
         self.resumes = list(state["resumes"])
