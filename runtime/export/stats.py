@@ -25,15 +25,21 @@ STAT_KEYS = ("min", "max", "mean", "std", "count", *QUANTILE_KEYS)
 
 def segment_stats(matrix: np.ndarray, lengths: Sequence[int]) -> dict[str, np.ndarray]:
     """Exact stats of consecutive row segments of ``[frames, width]`` values: every entry is
-    ``[segments, width]`` (``count``: ``[segments]``). Quantiles interpolate linearly."""
+    ``[segments, width]`` (``count``: ``[segments]``). Quantiles interpolate linearly.
+
+    Temporaries are reused in place (fresh large arrays cost a page fault per 4 KiB), and
+    the arithmetic is kept operation for operation, so the numbers never change."""
     values = np.asarray(matrix, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     counts = np.asarray(lengths, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
     mean = np.add.reduceat(values, starts, axis=0) / counts[:, None]
-    spread = values - np.repeat(mean, counts, axis=0)
-    std = np.sqrt(np.add.reduceat(spread * spread, starts, axis=0) / counts[:, None])
+    spread = np.repeat(mean, counts, axis=0)
+    np.subtract(values, spread, out=spread)
+    np.multiply(spread, spread, out=spread)
+    std = np.sqrt(np.add.reduceat(spread, starts, axis=0) / counts[:, None])
+    del spread
     out = {
         "min": np.minimum.reduceat(values, starts, axis=0),
         "max": np.maximum.reduceat(values, starts, axis=0),
@@ -41,11 +47,12 @@ def segment_stats(matrix: np.ndarray, lengths: Sequence[int]) -> dict[str, np.nd
         "std": std,
         "count": counts,
     }
-    # One sort for every segment and quantile: segments padded with NaN (sorted last).
-    cube = np.full((len(counts), int(counts.max()), values.shape[1]), np.nan)
+    # One sort for every segment and quantile: segments padded with NaN (sorted last), laid
+    # out [segment, column, frame] so each sorted lane is contiguous.
+    cube = np.full((len(counts), values.shape[1], int(counts.max())), np.nan)
     for number, (start, count) in enumerate(zip(starts.tolist(), counts.tolist(), strict=True)):
-        cube[number, :count] = values[start : start + count]
-    cube.sort(axis=1)
+        cube[number, :, :count] = values[start : start + count].T
+    cube.sort(axis=-1)
     rows = np.arange(len(counts))
     last = counts - 1
     for key, q in zip(QUANTILE_KEYS, QUANTILES, strict=True):
@@ -53,7 +60,7 @@ def segment_stats(matrix: np.ndarray, lengths: Sequence[int]) -> dict[str, np.nd
         low = np.floor(position).astype(np.intp)
         high = np.minimum(low + 1, last)
         weight = (position - low)[:, None]
-        out[key] = cube[rows, low] * (1.0 - weight) + cube[rows, high] * weight
+        out[key] = cube[rows, :, low] * (1.0 - weight) + cube[rows, :, high] * weight
     return out
 
 
