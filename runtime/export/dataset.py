@@ -302,9 +302,11 @@ def _write(
                 source, manifest, temporary, previous=previous, previous_manifest=existing,
                 on_written=background.written,
             )
-            synced = background.wait()
             before_publish()
-            final = target.publish(temporary, dataset_digest(files), skip=linked | synced)
+            final = target.publish(
+                temporary, dataset_digest(files), skip=linked | frozenset(background.synced),
+                written=background,
+            )
         except BaseException:
             background.wait_quietly()
             target.discard(temporary)

@@ -23,6 +23,8 @@ from domain.errors import AssetcastInputError
 from runtime.export.errors import NoAcceptedEpisodes, TaskMismatch, TrajectoryVerificationFailed
 from runtime.export.trajectory_file import load_payload
 
+_LOAD_THREADS = 2
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -157,6 +159,15 @@ class DatasetSource:
         if found is None:
             found = self.cache[key] = episode.load()
         return found
+
+    def load_many(self, episodes: Sequence[CommittedEpisode]) -> list[EpisodeData]:
+        """:meth:`load` of each episode, in order, several at a time (reading and hashing a
+        file release the GIL); the first episode (in order) that fails raises."""
+        if len(episodes) < 2:
+            return [self.load(e) for e in episodes]
+        from runtime.export.publish import worker_pool
+
+        return list(worker_pool("load", _LOAD_THREADS).map(self.load, episodes))
 
     @cached_property
     def first_deployment(self) -> Path:

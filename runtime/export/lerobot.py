@@ -297,6 +297,8 @@ def write_lerobot(
         return loaded[i]
 
     fresh = range(reused, len(episodes))
+    wanted = sorted({0, *fresh})
+    loaded.update(zip(wanted, source.load_many([episodes[i] for i in wanted]), strict=True))
     # The first episode fixes the layout, as in a whole export; new ones must share it.
     named = [(_episode_name(episodes[i]), data(i)) for i in sorted({0, *fresh})]
     # MuJoCo's full state is robomimic's `states`; a LeRobot policy sees observations only.
