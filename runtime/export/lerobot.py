@@ -103,9 +103,9 @@ def episode_frames(
 ) -> dict[str, np.ndarray]:
     """Every feature of one episode's frames as ``[frames, width]`` arrays (every
     ``stride``-th control step when cameras record at a lower rate)."""
-    rows = frame_rows(data, stride)
-    frames = len(rows)
-    block = {column.lerobot_key: values(column, data)[rows] for column in columns}
+    frames = len(frame_rows(data, stride))
+    taken = slice(0, data.num_actions, stride)  # the same rows as frame_rows, as a view
+    block = {column.lerobot_key: values(column, data)[taken] for column in columns}
     frame_index = np.arange(frames, dtype=np.int64)
     done = frame_index == frames - 1
     block["next.reward"] = done.astype(np.float64)[:, None]
@@ -383,8 +383,31 @@ def write_lerobot(
     for job in encoding:
         job.result()
     episodes_file = EPISODES_PATH.format(chunk_index=0, file_index=0)
-    sink.write(episodes_file, _parquet_bytes(_episodes_table(rows)))
+    # meta/episodes (one column per episode stat: the widest file) is encoded on a worker
+    # while this thread aggregates the stats and writes the JSON files.
+    episodes_job = _encoders().submit(_write_episodes_file, sink, episodes_file, rows)
+    try:
+        _write_summaries(source, sink, rows, features, layout, videos, data, fps, starts,
+                         robot_type)
+    finally:
+        wait([episodes_job])
+    episodes_job.result()
     _remember_rows(sink.files[episodes_file], rows)
+    return {"total_episodes": len(episodes), "total_frames": starts[-1]}
+
+
+def _write_episodes_file(sink: FileSink, path: str, rows: list[dict[str, Any]]) -> None:
+    sink.write(path, _parquet_bytes(_episodes_table(rows)))
+
+
+def _write_summaries(
+    source: DatasetSource, sink: FileSink, rows: list[dict[str, Any]],
+    features: dict[str, Any], layout: Any, videos: list[str], data: Any, fps: int,
+    starts: list[int], robot_type: str | None,
+) -> None:
+    """``meta/tasks.parquet``, ``meta/stats.json`` (aggregated from the episode rows) and
+    ``meta/info.json``."""
+    episodes = source.episodes
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
     stats = aggregate_many(rows, list(features), lambda row, key, stat: row[f"stats/{key}/{stat}"])
     for cam in videos:
@@ -409,7 +432,6 @@ def write_lerobot(
         "features": features,
     }
     sink.write("meta/info.json", json_bytes(info))
-    return {"total_episodes": len(episodes), "total_frames": total_frames}
 
 
 def _encoders() -> ThreadPoolExecutor:

@@ -22,10 +22,11 @@ class FileSink:
         self.bytes_written = 0
         self.linked: set[str] = set()
         self._lock = threading.Lock()  # files may be written from encoder threads
+        self._folders: set[Path] = set()
 
     def write(self, relpath: str, data: bytes) -> None:
         target = self.root / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._make_parent(target)
         target.write_bytes(data)
         digest = sha256_hex(data)
         with self._lock:
@@ -34,12 +35,19 @@ class FileSink:
             self.files[relpath] = digest
             self.bytes_written += len(data)
 
+    def _make_parent(self, target: Path) -> None:
+        """Create the folder of ``target`` once per sink (not one mkdir call per file)."""
+        parent = target.parent
+        if parent not in self._folders:
+            parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(parent)
+
     def link(self, relpath: str, existing: Path, *, digest: str) -> None:
         """Take over a file of the previous version unchanged (``digest``: its SHA-256, already
         checked): a hard link (no bytes are copied or synced again), or a copy where the file
         system refuses links."""
         target = self.root / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._make_parent(target)
         try:
             os.link(existing, target)
         except OSError:
