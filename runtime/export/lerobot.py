@@ -384,8 +384,10 @@ def write_lerobot(
         job.result()
     episodes_file = EPISODES_PATH.format(chunk_index=0, file_index=0)
     # meta/episodes (one column per episode stat: the widest file) is encoded on a worker
-    # while this thread aggregates the stats and writes the JSON files.
-    episodes_job = _encoders().submit(_write_episodes_file, sink, episodes_file, rows)
+    # while this thread aggregates the stats and writes the JSON files; its table is built
+    # here, so the worker runs only code that releases the GIL.
+    episodes_job = _encoders().submit(sink.write_with, episodes_file, _parquet_bytes,
+                                      _episodes_table(rows))
     try:
         _write_summaries(source, sink, rows, features, layout, videos, data, fps, starts,
                          robot_type)
@@ -394,10 +396,6 @@ def write_lerobot(
     episodes_job.result()
     _remember_rows(sink.files[episodes_file], rows)
     return {"total_episodes": len(episodes), "total_frames": starts[-1]}
-
-
-def _write_episodes_file(sink: FileSink, path: str, rows: list[dict[str, Any]]) -> None:
-    sink.write(path, _parquet_bytes(_episodes_table(rows)))
 
 
 def _write_summaries(

@@ -7,6 +7,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from domain.canonical import sha256_hex
 from runtime.files import file_sha256
@@ -34,6 +35,10 @@ class FileSink:
                 self.on_written(target)
             self.files[relpath] = digest
             self.bytes_written += len(data)
+
+    def write_with(self, relpath: str, encode: Callable[[Any], bytes], value: Any) -> None:
+        """:meth:`write` of ``encode(value)`` (a job for an encoder thread)."""
+        self.write(relpath, encode(value))
 
     def _make_parent(self, target: Path) -> None:
         """Create the folder of ``target`` once per sink (not one mkdir call per file)."""
