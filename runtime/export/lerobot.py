@@ -326,6 +326,14 @@ def write_lerobot(
     old_files = {}
     for number, row in enumerate(old_rows):
         old_files.setdefault((row["data/chunk_index"], row["data/file_index"]), []).append(number)
+    # Every folder exists before the first file is written: once files' syncs are in flight,
+    # a mkdir waits for the journal commit they trigger.
+    sink.make_folders(
+        [DATA_PATH.format(chunk_index=n // CHUNKS_SIZE, file_index=n % CHUNKS_SIZE)
+         for n in range(len(groups))]
+        + [EPISODES_PATH.format(chunk_index=0, file_index=0), MANIFEST_PATH]
+        + [_video_path(cam, i) for cam in videos for i in range(len(episodes))]
+    )
     # Data files are encoded on worker threads (pyarrow releases the GIL) while this thread
     # computes the stats and metadata.
     encoding = []

@@ -40,6 +40,11 @@ class FileSink:
         """:meth:`write` of ``encode(value)`` (a job for an encoder thread)."""
         self.write(relpath, encode(value))
 
+    def make_folders(self, relpaths: list[str]) -> None:
+        """Create the folders of files about to be written (each once)."""
+        for relpath in relpaths:
+            self._make_parent(self.root / relpath)
+
     def _make_parent(self, target: Path) -> None:
         """Create the folder of ``target`` once per sink (not one mkdir call per file)."""
         parent = target.parent
