@@ -42,6 +42,7 @@ TEMP_PREFIX = "tmp-"
 
 
 _SYNC_THREADS = 16
+_MAX_OPEN_SYNCS = 64  # files opened for a background sync and not yet synced, at most
 
 
 _POOLS: dict[tuple[str, int], ThreadPoolExecutor] = {}
@@ -95,9 +96,13 @@ class BackgroundSync:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._pending: list[Any] = []
+        self._settled = 0  # leading futures of _pending known to be finished
         self.synced: set[str] = set()
 
     def written(self, path: Path) -> None:
+        while len(self._pending) - self._settled >= _MAX_OPEN_SYNCS:  # bound the open fds
+            self._pending[self._settled].result()
+            self._settled += 1
         fd = os.open(path, os.O_RDONLY)
         try:
             self._pending.append(_sync_pool().submit(_fsync_and_close, fd))
@@ -108,7 +113,7 @@ class BackgroundSync:
 
     def wait(self) -> frozenset[str]:
         """Block until every submitted file is on disk; return their relative paths."""
-        pending, self._pending = self._pending, []
+        pending, self._pending, self._settled = self._pending, [], 0
         for future in pending:
             future.result()
         return frozenset(self.synced)
@@ -118,7 +123,7 @@ class BackgroundSync:
         for future in self._pending:
             with contextlib.suppress(OSError):
                 future.result()
-        self._pending = []
+        self._pending, self._settled = [], 0
 
 
 def _tree_entries(root: Path, *, skip: frozenset[str]) -> list[Path]:
