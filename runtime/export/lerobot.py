@@ -286,7 +286,8 @@ def write_lerobot(
     With ``previous`` (the version on disk) and the new ``manifest``, the episodes both share
     at the start are not read again: their ``meta/episodes`` rows are taken over and their
     data files (whole batches) and videos hard-linked. The bytes are the same as writing
-    everything: every reused piece is a function of that shared prefix alone."""
+    everything: every reused piece is a function of that shared prefix alone. ``manifest``
+    (when given) is written as ``meta/assetcast.json``."""
     episodes = source.episodes
     reused = previous.reusable_prefix(manifest) if previous and manifest else 0
     loaded: dict[int, EpisodeData] = {}
@@ -399,6 +400,8 @@ def write_lerobot(
     try:
         _write_summaries(source, sink, rows, features, layout, videos, data, fps, starts,
                          robot_type)
+        if manifest is not None:
+            sink.write(MANIFEST_PATH, json_bytes(manifest))
     finally:
         wait([episodes_job])
     episodes_job.result()
