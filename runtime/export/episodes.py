@@ -54,7 +54,8 @@ class Provenance:
 
 @dataclass(frozen=True)
 class EpisodeData:
-    """One trajectory's arrays (float64 as recorded) and its metadata; with cameras, their
+    """One trajectory's arrays (float64 as recorded, read-only: views of the verified bytes,
+    shared by every version a live dataset builds from them) and its metadata; with cameras, their
     decoded frames (``cameras``: the cameras reader's ``EpisodeFrames``) and each camera's
     RGB video bytes as committed (``videos``), both checked against the commit receipt."""
 

@@ -6,11 +6,13 @@ export's reading. The format is a zip archive (stored, not compressed) holding `
 and one raw little-endian record per storage. This reader runs the C unpickler with every
 global refused except the two a tensor dict needs (``torch._utils._rebuild_tensor_v2`` and
 ``collections.OrderedDict`` for its empty hooks) and the typed storage names, maps each
-storage record to a numpy array and each tensor to a view of it. Anything it does not
-recognize (another global, a non-contiguous or empty tensor, big-endian data, autograd state)
-raises :class:`UnsupportedTrajectory`, and the caller falls back to ``torch.load``: the arrays
-are always exactly the ones ``torch.load(...)[key].numpy()`` gives. Zip CRCs are not
-checked: the caller has verified the whole file against its logged SHA-256 already.
+storage record to a read-only numpy view of the file's bytes (no copy) and each tensor to a
+view of that. Anything it does not recognize (another global, a non-contiguous or empty
+tensor, big-endian data, autograd state) raises :class:`UnsupportedTrajectory`, and the caller
+falls back to ``torch.load``: the arrays always hold exactly what
+``torch.load(...)[key].numpy()`` gives (same dtype, shape, strides, bytes), read-only either
+way. Zip CRCs are not checked: the caller has verified the whole file against its logged
+SHA-256 already.
 """
 
 from __future__ import annotations
@@ -92,11 +94,17 @@ class _Unpickler(pickle.Unpickler):
             raise UnsupportedTrajectory("an untyped storage")
         found = self._records.get(key)
         if found is None:
-            raw = self._archive.read(f"{self._prefix}data/{key}")
-            if len(raw) != int(numel) * storage_type.dtype.itemsize:
+            dtype = storage_type.dtype
+            start, size = self._archive.members[f"{self._prefix}data/{key}"]
+            if size != int(numel) * dtype.itemsize:
                 raise UnsupportedTrajectory(f"storage {key} has the wrong size")
-            # A private, writable copy, as torch.load gives.
-            found = self._records[key] = np.frombuffer(bytearray(raw), dtype=storage_type.dtype)
+            # A read-only view of the file's bytes (no copy); torch's storages are aligned.
+            found = np.frombuffer(self._archive.buffer, dtype=dtype, count=int(numel),
+                                  offset=start)
+            if start % dtype.itemsize:
+                found = found.copy()
+                found.flags.writeable = False
+            self._records[key] = found
         elif found.dtype != storage_type.dtype:
             raise UnsupportedTrajectory(f"storage {key} read with two dtypes")
         return found
@@ -112,6 +120,7 @@ class _StoredZip:
     slices of one buffer: no per-member file objects, no zip64, no compression."""
 
     def __init__(self, data: bytes) -> None:
+        self.buffer = data
         self.data = memoryview(data)
         end = data.rfind(b"PK\x05\x06", max(0, len(data) - _END.size - 0xFFFF))
         if end < 0:
@@ -146,9 +155,10 @@ class _StoredZip:
 
 def read_trajectory(data: bytes) -> dict[str, Any]:
     """The payload dict with numpy arrays for tensors (strings stay strings); raises
-    :class:`UnsupportedTrajectory` for anything but a plain tensor dict."""
+    :class:`UnsupportedTrajectory` for anything but a plain tensor dict. The arrays are
+    read-only views of ``data``: the values torch.load gives, without a copy."""
     try:
-        archive = _StoredZip(data)
+        archive = _StoredZip(bytes(data))
         pickles = [n for n in archive.members if n.endswith("/data.pkl")]
         if len(pickles) != 1:
             raise UnsupportedTrajectory("no single data.pkl")
@@ -174,4 +184,8 @@ def load_payload(data: bytes) -> dict[str, Any]:
         import torch
 
         payload = torch.load(io.BytesIO(data), weights_only=True)
-        return {k: v.numpy() if hasattr(v, "numpy") else v for k, v in payload.items()}
+        out = {k: v.numpy() if hasattr(v, "numpy") else v for k, v in payload.items()}
+        for value in out.values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False  # as read_trajectory's views
+        return out

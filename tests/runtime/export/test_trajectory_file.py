@@ -47,7 +47,7 @@ def _assert_same_as_torch(data: bytes) -> None:
         assert (got.dtype, got.shape, got.strides) == (expected.dtype, expected.shape,
                                                       expected.strides)
         assert got.tobytes() == expected.tobytes(), key
-        assert got.flags.writeable and got.flags.c_contiguous
+        assert not got.flags.writeable and got.flags.c_contiguous  # a shared, verified payload
 
 
 @pytest.mark.parametrize("steps", [1, 37])
@@ -79,7 +79,9 @@ def test_a_non_contiguous_tensor_is_refused_and_load_payload_falls_back() -> Non
     torch.save({"t": transposed}, buffer)
     with pytest.raises(UnsupportedTrajectory, match="non-contiguous"):
         read_trajectory(buffer.getvalue())
-    assert np.array_equal(load_payload(buffer.getvalue())["t"], transposed.numpy())
+    fallback = load_payload(buffer.getvalue())["t"]
+    assert np.array_equal(fallback, transposed.numpy())
+    assert not fallback.flags.writeable
 
 
 class _Boom:
