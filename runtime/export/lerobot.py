@@ -351,13 +351,40 @@ def write_lerobot(
         encoding.append(_encoders().submit(
             _write_data_file, sink, path, [blocks[i] for i in group], features
         ))
+    episodes_file = EPISODES_PATH.format(chunk_index=0, file_index=0)
+    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
     try:
         fresh_stats = (
             episode_stats([blocks[i] for i in fresh], list(features)) if fresh else []
         )
+        _episode_rows_into(rows, groups, reused, source, lengths, starts, videos, data, fps,
+                           sink, fresh_stats, previous)
+        # meta/episodes (one column per episode stat: the widest file) is encoded on a worker
+        # while this thread aggregates the stats and writes the JSON files; its table is
+        # built here, so the worker runs only code that releases the GIL.
+        encoding.append(_encoders().submit(
+            sink.write_with, episodes_file, _parquet_bytes, _episodes_table(rows)
+        ))
+        _write_summaries(source, sink, rows, features, layout, videos, data, fps, starts,
+                         robot_type)
+        if manifest is not None:
+            sink.write(MANIFEST_PATH, json_bytes(manifest))
     finally:
         wait(encoding)  # nothing may still write into the folder once this returns or raises
-    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
+    for job in encoding:
+        job.result()
+    _remember_rows(sink.files[episodes_file], rows)
+    return {"total_episodes": len(episodes), "total_frames": starts[-1]}
+
+
+def _episode_rows_into(
+    rows: list[dict[str, Any]], groups: list[list[int]], reused: int, source: DatasetSource,
+    lengths: list[int], starts: list[int], videos: list[str], data: Any, fps: int,
+    sink: FileSink, fresh_stats: list[dict[str, Any]], previous: PreviousVersion | None,
+) -> None:
+    """Append the ``meta/episodes`` row of every fresh episode (writing its videos) and link
+    the reused episodes' videos."""
+    episodes = source.episodes
     for file_number, group in enumerate(groups):
         chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
         for i in group:
@@ -383,30 +410,11 @@ def write_lerobot(
                     **_provenance_columns(episodes[i]),
                 }
             )
-            blocks.pop(i, None)
         for i in group:
             if i < reused:
                 for cam in videos:
                     video = _video_path(cam, i)
                     previous.link_into(sink, video)  # type: ignore[union-attr]
-    for job in encoding:
-        job.result()
-    episodes_file = EPISODES_PATH.format(chunk_index=0, file_index=0)
-    # meta/episodes (one column per episode stat: the widest file) is encoded on a worker
-    # while this thread aggregates the stats and writes the JSON files; its table is built
-    # here, so the worker runs only code that releases the GIL.
-    episodes_job = _encoders().submit(sink.write_with, episodes_file, _parquet_bytes,
-                                      _episodes_table(rows))
-    try:
-        _write_summaries(source, sink, rows, features, layout, videos, data, fps, starts,
-                         robot_type)
-        if manifest is not None:
-            sink.write(MANIFEST_PATH, json_bytes(manifest))
-    finally:
-        wait([episodes_job])
-    episodes_job.result()
-    _remember_rows(sink.files[episodes_file], rows)
-    return {"total_episodes": len(episodes), "total_frames": starts[-1]}
 
 
 def _write_summaries(
