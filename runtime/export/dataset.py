@@ -266,7 +266,7 @@ def render_lerobot(
 ) -> tuple[dict[str, str], tuple[int, int], frozenset[str]]:
     """:func:`render` for LeRobot, also naming the files taken over from ``previous``
     (``on_written`` sees every file this call writes, once it is closed)."""
-    from runtime.export.lerobot import MANIFEST_PATH, PreviousVersion, json_bytes, write_lerobot
+    from runtime.export.lerobot import PreviousVersion, write_lerobot
 
     sink = FileSink(root, on_written=on_written)
     reusable = (
@@ -276,7 +276,6 @@ def render_lerobot(
     totals = write_lerobot(
         source, sink, robot_type=_robot_type(source), previous=reusable, manifest=manifest
     )
-    sink.write(MANIFEST_PATH, json_bytes(manifest))
     return (
         sink.sorted_files(),
         (totals["total_episodes"], totals["total_frames"]),
@@ -302,9 +301,11 @@ def _write(
                 source, manifest, temporary, previous=previous, previous_manifest=existing,
                 on_written=background.written,
             )
-            synced = background.wait()
             before_publish()
-            final = target.publish(temporary, dataset_digest(files), skip=linked | synced)
+            final = target.publish(
+                temporary, dataset_digest(files), skip=linked | frozenset(background.synced),
+                written=background,
+            )
         except BaseException:
             background.wait_quietly()
             target.discard(temporary)

@@ -9,7 +9,7 @@ collected, so a resumed run and an uninterrupted one give the same dataset conte
 
 from __future__ import annotations
 
-import io
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -21,6 +21,9 @@ import numpy as np
 from domain.canonical import sha256_hex
 from domain.errors import AssetcastInputError
 from runtime.export.errors import NoAcceptedEpisodes, TaskMismatch, TrajectoryVerificationFailed
+from runtime.export.trajectory_file import load_payload
+
+_LOAD_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,8 @@ class Provenance:
 
 @dataclass(frozen=True)
 class EpisodeData:
-    """One trajectory's arrays (float64 as recorded) and its metadata; with cameras, their
+    """One trajectory's arrays (float64 as recorded, read-only: views of the verified bytes,
+    shared by every version a live dataset builds from them) and its metadata; with cameras, their
     decoded frames (``cameras``: the cameras reader's ``EpisodeFrames``) and each camera's
     RGB video bytes as committed (``videos``), both checked against the commit receipt."""
 
@@ -77,9 +81,8 @@ class CommittedEpisode:
     receipt: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def load(self) -> EpisodeData:
-        """Read the trajectory once, check size and SHA-256 against the receipt, decode it."""
-        import torch
-
+        """Read the trajectory once, check size and SHA-256 against the receipt, decode it
+        (the very bytes that were hashed)."""
         p = self.provenance
         where = f"run {p.run_id}: trajectory {self.trajectory_path} (batch {p.batch_index}, "
         where += f"episode {p.episode_index})"
@@ -95,11 +98,9 @@ class CommittedEpisode:
             raise TrajectoryVerificationFailed(
                 f"{where} has SHA-256 {sha256_hex(data)}, the log recorded {p.trajectory_sha256}"
             )
-        payload = torch.load(io.BytesIO(data), weights_only=True)
-        import json
-
+        payload = load_payload(data)
         metadata = json.loads(payload.pop("metadata"))
-        arrays = {k: v.numpy() for k, v in payload.items() if hasattr(v, "numpy")}
+        arrays = {k: v for k, v in payload.items() if isinstance(v, np.ndarray)}
         files = list(self.receipt.get("files") or ())
         if not files:
             return EpisodeData(arrays=arrays, metadata=metadata)
@@ -159,6 +160,15 @@ class DatasetSource:
         if found is None:
             found = self.cache[key] = episode.load()
         return found
+
+    def load_many(self, episodes: Sequence[CommittedEpisode]) -> list[EpisodeData]:
+        """:meth:`load` of each episode, in order, several at a time (reading and hashing a
+        file release the GIL); the first episode (in order) that fails raises."""
+        if len(episodes) < 2:
+            return [self.load(e) for e in episodes]
+        from runtime.export.publish import worker_pool
+
+        return list(worker_pool("load", _LOAD_THREADS).map(self.load, episodes))
 
     @cached_property
     def first_deployment(self) -> Path:

@@ -103,9 +103,9 @@ def episode_frames(
 ) -> dict[str, np.ndarray]:
     """Every feature of one episode's frames as ``[frames, width]`` arrays (every
     ``stride``-th control step when cameras record at a lower rate)."""
-    rows = frame_rows(data, stride)
-    frames = len(rows)
-    block = {column.lerobot_key: values(column, data)[rows] for column in columns}
+    frames = len(frame_rows(data, stride))
+    taken = slice(0, data.num_actions, stride)  # the same rows as frame_rows, as a view
+    block = {column.lerobot_key: values(column, data)[taken] for column in columns}
     frame_index = np.arange(frames, dtype=np.int64)
     done = frame_index == frames - 1
     block["next.reward"] = done.astype(np.float64)[:, None]
@@ -286,7 +286,8 @@ def write_lerobot(
     With ``previous`` (the version on disk) and the new ``manifest``, the episodes both share
     at the start are not read again: their ``meta/episodes`` rows are taken over and their
     data files (whole batches) and videos hard-linked. The bytes are the same as writing
-    everything: every reused piece is a function of that shared prefix alone."""
+    everything: every reused piece is a function of that shared prefix alone. ``manifest``
+    (when given) is written as ``meta/assetcast.json``."""
     episodes = source.episodes
     reused = previous.reusable_prefix(manifest) if previous and manifest else 0
     loaded: dict[int, EpisodeData] = {}
@@ -297,6 +298,8 @@ def write_lerobot(
         return loaded[i]
 
     fresh = range(reused, len(episodes))
+    wanted = sorted({0, *fresh})
+    loaded.update(zip(wanted, source.load_many([episodes[i] for i in wanted]), strict=True))
     # The first episode fixes the layout, as in a whole export; new ones must share it.
     named = [(_episode_name(episodes[i]), data(i)) for i in sorted({0, *fresh})]
     # MuJoCo's full state is robomimic's `states`; a LeRobot policy sees observations only.
@@ -324,6 +327,14 @@ def write_lerobot(
     old_files = {}
     for number, row in enumerate(old_rows):
         old_files.setdefault((row["data/chunk_index"], row["data/file_index"]), []).append(number)
+    # Every folder exists before the first file is written: once files' syncs are in flight,
+    # a mkdir waits for the journal commit they trigger.
+    sink.make_folders(
+        [DATA_PATH.format(chunk_index=n // CHUNKS_SIZE, file_index=n % CHUNKS_SIZE)
+         for n in range(len(groups))]
+        + [EPISODES_PATH.format(chunk_index=0, file_index=0), MANIFEST_PATH]
+        + [_video_path(cam, i) for cam in videos for i in range(len(episodes))]
+    )
     # Data files are encoded on worker threads (pyarrow releases the GIL) while this thread
     # computes the stats and metadata.
     encoding = []
@@ -340,13 +351,40 @@ def write_lerobot(
         encoding.append(_encoders().submit(
             _write_data_file, sink, path, [blocks[i] for i in group], features
         ))
+    episodes_file = EPISODES_PATH.format(chunk_index=0, file_index=0)
+    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
     try:
         fresh_stats = (
             episode_stats([blocks[i] for i in fresh], list(features)) if fresh else []
         )
+        _episode_rows_into(rows, groups, reused, source, lengths, starts, videos, data, fps,
+                           sink, fresh_stats, previous)
+        # meta/episodes (one column per episode stat: the widest file) is encoded on a worker
+        # while this thread aggregates the stats and writes the JSON files; its table is
+        # built here, so the worker runs only code that releases the GIL.
+        encoding.append(_encoders().submit(
+            sink.write_with, episodes_file, _parquet_bytes, _episodes_table(rows)
+        ))
+        _write_summaries(source, sink, rows, features, layout, videos, data, fps, starts,
+                         robot_type)
+        if manifest is not None:
+            sink.write(MANIFEST_PATH, json_bytes(manifest))
     finally:
         wait(encoding)  # nothing may still write into the folder once this returns or raises
-    rows: list[dict[str, Any]] = [dict(row) for row in old_rows[:reused]]
+    for job in encoding:
+        job.result()
+    _remember_rows(sink.files[episodes_file], rows)
+    return {"total_episodes": len(episodes), "total_frames": starts[-1]}
+
+
+def _episode_rows_into(
+    rows: list[dict[str, Any]], groups: list[list[int]], reused: int, source: DatasetSource,
+    lengths: list[int], starts: list[int], videos: list[str], data: Any, fps: int,
+    sink: FileSink, fresh_stats: list[dict[str, Any]], previous: PreviousVersion | None,
+) -> None:
+    """Append the ``meta/episodes`` row of every fresh episode (writing its videos) and link
+    the reused episodes' videos."""
+    episodes = source.episodes
     for file_number, group in enumerate(groups):
         chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
         for i in group:
@@ -372,17 +410,21 @@ def write_lerobot(
                     **_provenance_columns(episodes[i]),
                 }
             )
-            blocks.pop(i, None)
         for i in group:
             if i < reused:
                 for cam in videos:
                     video = _video_path(cam, i)
                     previous.link_into(sink, video)  # type: ignore[union-attr]
-    for job in encoding:
-        job.result()
-    episodes_file = EPISODES_PATH.format(chunk_index=0, file_index=0)
-    sink.write(episodes_file, _parquet_bytes(_episodes_table(rows)))
-    _remember_rows(sink.files[episodes_file], rows)
+
+
+def _write_summaries(
+    source: DatasetSource, sink: FileSink, rows: list[dict[str, Any]],
+    features: dict[str, Any], layout: Any, videos: list[str], data: Any, fps: int,
+    starts: list[int], robot_type: str | None,
+) -> None:
+    """``meta/tasks.parquet``, ``meta/stats.json`` (aggregated from the episode rows) and
+    ``meta/info.json``."""
+    episodes = source.episodes
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
     stats = aggregate_many(rows, list(features), lambda row, key, stat: row[f"stats/{key}/{stat}"])
     for cam in videos:
@@ -407,7 +449,6 @@ def write_lerobot(
         "features": features,
     }
     sink.write("meta/info.json", json_bytes(info))
-    return {"total_episodes": len(episodes), "total_frames": total_frames}
 
 
 def _encoders() -> ThreadPoolExecutor:

@@ -3,9 +3,10 @@
 A LeRobot dataset is a directory, so ``DIR`` is a symbolic link to a complete version
 directory ``.<name>.assetcast/<digest>`` beside it. A new version is written into a temporary
 directory there (files it shares with the previous version are hard links, nothing to write),
-renamed to its digest, and made durable in one pass: every new file, every folder of the
-version and the folder holding the rename are fsynced at once, from a small thread pool, so the
-file system commits them together (one journal commit instead of one per entry; unlike
+renamed to its digest, and made durable in one pass: every new file (each one's sync starts
+as soon as it is written, and the rename does not wait for them), every folder of the version
+and the folder holding the rename are fsynced at once, from a small thread pool, so the file
+system commits them together (one journal commit instead of one per entry; unlike
 ``syncfs`` it never waits for other processes' dirty data). Only then is it published by
 atomically replacing the link (``rename`` of a new link over the old one, then one fsync of the
 parent): two rounds of syncing per version, however many files it has. Until the link
@@ -28,7 +29,7 @@ import fcntl
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ TEMP_PREFIX = "tmp-"
 
 
 _SYNC_THREADS = 16
+_MAX_OPEN_SYNCS = 64  # files opened for a background sync and not yet synced, at most
 
 
 _POOLS: dict[tuple[str, int], ThreadPoolExecutor] = {}
@@ -61,33 +63,57 @@ def _sync_pool() -> ThreadPoolExecutor:
     return worker_pool("fsync", _SYNC_THREADS)
 
 
-def sync_together(paths: list[Path]) -> None:
-    """fsync every path (files and folders) concurrently; returns once all are durable."""
-    if len(paths) <= 1:
+def sync_together(paths: list[Path], *, alongside: Callable[[], object] | None = None) -> None:
+    """fsync every path (files and folders) concurrently; returns once all are durable.
+    ``alongside`` (another wait, e.g. :meth:`BackgroundSync.wait`) runs while they flush, so
+    both land in the same journal commit."""
+    if alongside is None and len(paths) <= 1:
         for path in paths:
             fsync_path(path)
         return
-    for _done in _sync_pool().map(fsync_path, paths):
-        pass
+    pending = [_sync_pool().submit(fsync_path, path) for path in paths]
+    try:
+        if alongside is not None:
+            alongside()
+    finally:
+        for future in pending:
+            future.result()
+
+
+def _fsync_and_close(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class BackgroundSync:
     """fsyncs each file of a new version as soon as it is written, on worker threads, so the
     disk flushes while the writer computes the next file; :meth:`wait` returns once every
-    submitted file is durable (or raises the first failure)."""
+    submitted file is durable (or raises the first failure). Each file is opened when it is
+    announced, so its sync still reaches it after its folder is renamed."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._pending: list[Any] = []
+        self._settled = 0  # leading futures of _pending known to be finished
         self.synced: set[str] = set()
 
     def written(self, path: Path) -> None:
-        self._pending.append(_sync_pool().submit(fsync_path, path))
+        while len(self._pending) - self._settled >= _MAX_OPEN_SYNCS:  # bound the open fds
+            self._pending[self._settled].result()
+            self._settled += 1
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            self._pending.append(_sync_pool().submit(_fsync_and_close, fd))
+        except BaseException:
+            os.close(fd)
+            raise
         self.synced.add(path.relative_to(self.root).as_posix())
 
     def wait(self) -> frozenset[str]:
         """Block until every submitted file is on disk; return their relative paths."""
-        pending, self._pending = self._pending, []
+        pending, self._pending, self._settled = self._pending, [], 0
         for future in pending:
             future.result()
         return frozenset(self.synced)
@@ -97,7 +123,7 @@ class BackgroundSync:
         for future in self._pending:
             with contextlib.suppress(OSError):
                 future.result()
-        self._pending = []
+        self._pending, self._settled = [], 0
 
 
 def _tree_entries(root: Path, *, skip: frozenset[str]) -> list[Path]:
@@ -155,12 +181,19 @@ class DirectoryTarget:
         temporary.mkdir()
         return temporary
 
-    def publish(self, temporary: Path, digest: str, *, skip: frozenset[str] = frozenset()) -> Path:
+    def publish(
+        self, temporary: Path, digest: str, *, skip: frozenset[str] = frozenset(),
+        written: BackgroundSync | None = None,
+    ) -> Path:
         """Make ``temporary`` (complete, not yet synced) the current version. ``skip``: files
-        (relative paths) that are hard links to a durable file of an earlier version."""
+        (relative paths) that are hard links to a durable file of an earlier version, or
+        whose syncs ``written`` has in flight: the link switches only once those finished
+        too (they flush together with the folders, in one round)."""
         final = self.versions / digest[:32]
         previous = self.current()
         if final == previous:
+            if written is not None:
+                written.wait()
             shutil.rmtree(temporary)  # the same content is already published, whole
             return final
         if final.exists():  # a crashed writer's folder of this digest: never trusted
@@ -168,7 +201,10 @@ class DirectoryTarget:
         os.rename(temporary, final)
         link = self.path.parent / f".{self.path.name}.link-{secrets.token_hex(6)}"
         os.symlink(os.path.relpath(final, self.path.parent), link)
-        sync_together([*_tree_entries(final, skip=skip), self.versions])
+        sync_together(
+            [*_tree_entries(final, skip=skip), self.versions],
+            alongside=written.wait if written is not None else None,
+        )
         os.replace(link, self.path)
         fsync_directory(self.path.parent)
         self._prune(keep={final, previous})

@@ -7,6 +7,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from domain.canonical import sha256_hex
 from runtime.files import file_sha256
@@ -22,10 +23,11 @@ class FileSink:
         self.bytes_written = 0
         self.linked: set[str] = set()
         self._lock = threading.Lock()  # files may be written from encoder threads
+        self._folders: set[Path] = set()
 
     def write(self, relpath: str, data: bytes) -> None:
         target = self.root / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._make_parent(target)
         target.write_bytes(data)
         digest = sha256_hex(data)
         with self._lock:
@@ -34,12 +36,28 @@ class FileSink:
             self.files[relpath] = digest
             self.bytes_written += len(data)
 
+    def write_with(self, relpath: str, encode: Callable[[Any], bytes], value: Any) -> None:
+        """:meth:`write` of ``encode(value)`` (a job for an encoder thread)."""
+        self.write(relpath, encode(value))
+
+    def make_folders(self, relpaths: list[str]) -> None:
+        """Create the folders of files about to be written (each once)."""
+        for relpath in relpaths:
+            self._make_parent(self.root / relpath)
+
+    def _make_parent(self, target: Path) -> None:
+        """Create the folder of ``target`` once per sink (not one mkdir call per file)."""
+        parent = target.parent
+        if parent not in self._folders:
+            parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(parent)
+
     def link(self, relpath: str, existing: Path, *, digest: str) -> None:
         """Take over a file of the previous version unchanged (``digest``: its SHA-256, already
         checked): a hard link (no bytes are copied or synced again), or a copy where the file
         system refuses links."""
         target = self.root / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._make_parent(target)
         try:
             os.link(existing, target)
         except OSError:

@@ -13,6 +13,7 @@ same episodes always give the same numbers, however the dataset was built up.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,37 +24,46 @@ QUANTILE_KEYS = tuple(f"q{int(round(q * 100)):02d}" for q in QUANTILES)
 STAT_KEYS = ("min", "max", "mean", "std", "count", *QUANTILE_KEYS)
 
 
-def segment_stats(matrix: np.ndarray, lengths: Sequence[int]) -> dict[str, np.ndarray]:
+def segment_stats(
+    matrix: np.ndarray, lengths: Sequence[int], *, padded_to: int | None = None
+) -> dict[str, np.ndarray]:
     """Exact stats of consecutive row segments of ``[frames, width]`` values: every entry is
-    ``[segments, width]`` (``count``: ``[segments]``). Quantiles interpolate linearly."""
+    ``[segments, width]`` (``count``: ``[segments]``). Quantiles interpolate linearly.
+
+    One segment at a time, with the same operations as over the whole matrix (a reduction
+    over each segment's rows, its deviations from its own mean), so the numbers are the same;
+    only the temporaries shrink to one segment's size (fresh arrays of the whole matrix cost
+    a page fault per 4 KiB). Each column's values are sorted in a lane padded with NaN
+    (sorted last) to ``padded_to`` (default: the longest segment)."""
     values = np.asarray(matrix, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     counts = np.asarray(lengths, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
-    mean = np.add.reduceat(values, starts, axis=0) / counts[:, None]
-    spread = values - np.repeat(mean, counts, axis=0)
-    std = np.sqrt(np.add.reduceat(spread * spread, starts, axis=0) / counts[:, None])
-    out = {
-        "min": np.minimum.reduceat(values, starts, axis=0),
-        "max": np.maximum.reduceat(values, starts, axis=0),
-        "mean": mean,
-        "std": std,
-        "count": counts,
-    }
-    # One sort for every segment and quantile: segments padded with NaN (sorted last).
-    cube = np.full((len(counts), int(counts.max()), values.shape[1]), np.nan)
+    segments, width = len(counts), values.shape[1]
+    out = {key: np.empty((segments, width)) for key in STAT_KEYS if key != "count"}
+    out["count"] = counts
+    lane = np.empty((width, int(counts.max()) if padded_to is None else padded_to))
+    first = [0]
     for number, (start, count) in enumerate(zip(starts.tolist(), counts.tolist(), strict=True)):
-        cube[number, :count] = values[start : start + count]
-    cube.sort(axis=1)
-    rows = np.arange(len(counts))
-    last = counts - 1
-    for key, q in zip(QUANTILE_KEYS, QUANTILES, strict=True):
-        position = q * last
-        low = np.floor(position).astype(np.intp)
-        high = np.minimum(low + 1, last)
-        weight = (position - low)[:, None]
-        out[key] = cube[rows, low] * (1.0 - weight) + cube[rows, high] * weight
+        rows = values[start : start + count]
+        mean = np.add.reduceat(rows, first, axis=0)[0] / count
+        spread = rows - mean
+        np.multiply(spread, spread, out=spread)
+        out["mean"][number] = mean
+        out["std"][number] = np.sqrt(np.add.reduceat(spread, first, axis=0)[0] / count)
+        out["min"][number] = np.minimum.reduceat(rows, first, axis=0)[0]
+        out["max"][number] = np.maximum.reduceat(rows, first, axis=0)[0]
+        lane[:, :count] = rows.T
+        lane[:, count:] = np.nan
+        lane.sort(axis=-1)
+        last = count - 1
+        for key, q in zip(QUANTILE_KEYS, QUANTILES, strict=True):
+            position = q * last
+            low = math.floor(position)
+            high = min(low + 1, last)
+            weight = position - low
+            out[key][number] = lane[:, low] * (1.0 - weight) + lane[:, high] * weight
     return out
 
 
@@ -67,9 +77,10 @@ def episode_stats(
     bounds = np.concatenate([[0], np.cumsum(widths)]).tolist()
     rows = np.concatenate([[0], np.cumsum(lengths)]).tolist()
     matrix = np.empty((rows[-1], bounds[-1]), dtype=np.float64)
-    for b, top, bottom in zip(blocks, rows[:-1], rows[1:], strict=True):
-        for k, left, right in zip(keys, bounds[:-1], bounds[1:], strict=True):
-            matrix[top:bottom, left:right] = np.reshape(b[k], (bottom - top, right - left))
+    for k, left, right in zip(keys, bounds[:-1], bounds[1:], strict=True):
+        matrix[:, left:right] = np.concatenate(
+            [np.reshape(b[k], (len(b[k]), right - left)) for b in blocks], axis=0
+        )
     merged = {
         stat: value if stat == "count" else value.tolist()
         for stat, value in segment_stats(matrix, lengths).items()
