@@ -125,7 +125,8 @@ def _build(
             limits=limits,
         )
     pieces, method = convex_pieces(
-        collision, manifest.descriptor, max_pieces=limits.max_collision_pieces
+        collision.vertices, collision.faces, manifest.descriptor,
+        max_pieces=limits.max_collision_pieces,
     )
     derived: dict[str, str] = {}
     names = []
