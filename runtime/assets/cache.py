@@ -35,7 +35,7 @@ from domain.errors import AssetValidationError
 from domain.limits import MeshLimits
 from runtime.assets.collision import convex_pieces
 from runtime.assets.mesh_writers import obj_bytes
-from runtime.assets.meshes import load_mesh
+from runtime.assets.meshes import load_mesh_arrays
 from runtime.assets.package import PackageManifest, read_package
 from runtime.assets.snapshot import (
     COLLISION_DIR,
@@ -112,21 +112,21 @@ def _build(
     made = {tmp}
     for rel, payload in data.items():
         _write_file(tmp / rel, payload, sync=sync, made=made)
-    visual = load_mesh(
-        tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path), limits=limits
+    visual_vertices, visual_faces = load_mesh_arrays(
+        tmp / manifest.visual_path, data[manifest.visual_path],
+        label=str(package_dir / manifest.visual_path), limits=limits,
     )
-    _check_bounds(manifest.descriptor, visual.bounds, str(package_dir / manifest.visual_path))
-    collision = visual
+    bounds = np.array([visual_vertices.min(axis=0), visual_vertices.max(axis=0)])
+    _check_bounds(manifest.descriptor, bounds, str(package_dir / manifest.visual_path))
+    vertices, faces = visual_vertices, visual_faces
     # Paths are normalized by parse_manifest, so equal strings are the same file.
     if manifest.collision_path and manifest.collision_path != manifest.visual_path:
-        collision = load_mesh(
-            tmp / manifest.collision_path,
-            label=str(package_dir / manifest.collision_path),
-            limits=limits,
+        vertices, faces = load_mesh_arrays(
+            tmp / manifest.collision_path, data[manifest.collision_path],
+            label=str(package_dir / manifest.collision_path), limits=limits,
         )
     pieces, method = convex_pieces(
-        collision.vertices, collision.faces, manifest.descriptor,
-        max_pieces=limits.max_collision_pieces,
+        vertices, faces, manifest.descriptor, max_pieces=limits.max_collision_pieces
     )
     derived: dict[str, str] = {}
     names = []
