@@ -43,6 +43,7 @@ from runtime.assets.snapshot import (
     read_snapshot,
     snapshot_bytes,
     verify_prepared_asset,
+    verify_staged_files,
 )
 from runtime.files import fsync_directory, fsync_tree, temp_name
 from runtime.syncfs import make_entries_durable, make_trees_durable
@@ -158,11 +159,16 @@ def _build(
 
 
 def _verify_staged(asset: PreparedAsset, tmp: Path) -> None:
-    """The temporary folder, re-read, is exactly the snapshot its name will claim."""
+    """The temporary folder, re-read, is exactly the snapshot its name will claim.
+
+    Every file's bytes are re-read and re-hashed and ``snapshot.json`` compared byte for
+    byte (``verify_staged_files``); the content digest is recomputed from the descriptor and
+    the file digests it will be published under.
+    """
     if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
         raise AssetValidationError(f"{tmp}: content digest changed while it was prepared")
     try:
-        verify_prepared_asset(asset, folder=tmp)
+        verify_staged_files(asset, tmp)
     except AssetValidationError as exc:
         exc.add_note(f"{tmp} was not published under {asset.content_sha256}")
         raise

@@ -129,28 +129,9 @@ def _check_digests(folder: Path, recorded: dict[str, str], present: set[str], wh
             )
 
 
-def verify_prepared_asset(asset: PreparedAsset, *, folder: Path | None = None) -> None:
-    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift.
-
-    ``folder`` verifies a copy that is not yet at ``asset.snapshot_dir`` (the cache checks
-    its temporary folder this way right before renaming it into place).
-    """
-    staged = folder is not None
-    folder = Path(asset.snapshot_dir) if folder is None else Path(folder)
-    meta = folder / SNAPSHOT_RELPATH
-    if not folder.is_dir() or folder.is_symlink():
-        raise AssetValidationError(f"{folder}: snapshot folder does not exist")
-    if not staged and folder.name != asset.content_sha256:
-        raise AssetValidationError(f"{folder}: folder name does not match content_sha256")
-    on_disk = read_inside(
-        folder, SNAPSHOT_RELPATH, limit=MAX_SNAPSHOT_BYTES, error=AssetValidationError
-    )
-    if on_disk != snapshot_bytes(asset):
-        raise AssetValidationError(f"{meta}: does not match the prepared asset's metadata")
-    if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
-        raise AssetValidationError(f"{meta}: content_sha256 does not match descriptor and files")
-    if not set(asset.collision_pieces) <= set(asset.derived_files):
-        raise AssetValidationError(f"{meta}: collision_pieces are not all derived_files")
+def _check_tree(asset: PreparedAsset, folder: Path) -> None:
+    """Exactly ``asset``'s files are below ``folder``, each with its recorded SHA-256
+    (symlinks and special files refused)."""
     present = {
         path.relative_to(folder).as_posix()
         for path in walk_tree(folder)
@@ -160,6 +141,54 @@ def verify_prepared_asset(asset: PreparedAsset, *, folder: Path | None = None) -
     derived = {rel for rel in present - package if rel != SNAPSHOT_RELPATH}
     _check_digests(folder, dict(asset.files), package, "snapshot's files")
     _check_digests(folder, dict(asset.derived_files), derived, "snapshot's derived_files")
+
+
+def _check_folder(folder: Path) -> None:
+    if not folder.is_dir() or folder.is_symlink():
+        raise AssetValidationError(f"{folder}: snapshot folder does not exist")
+
+
+def _check_metadata(asset: PreparedAsset, folder: Path) -> None:
+    """``folder``'s ``snapshot.json`` is the bytes ``asset`` serializes to."""
+    on_disk = read_inside(
+        folder, SNAPSHOT_RELPATH, limit=MAX_SNAPSHOT_BYTES, error=AssetValidationError
+    )
+    if on_disk != snapshot_bytes(asset):
+        raise AssetValidationError(
+            f"{folder / SNAPSHOT_RELPATH}: does not match the prepared asset's metadata"
+        )
+
+
+def verify_staged_files(asset: PreparedAsset, folder: Path) -> None:
+    """A snapshot its builder just staged in ``folder``: every byte re-read from disk
+    (``snapshot.json`` compared, every file re-hashed, nothing missing or extra).
+
+    What ``verify_prepared_asset`` adds is not re-checked: the builder computed
+    ``content_sha256`` and ``derived_files`` itself, and parsed ``asset.descriptor`` from
+    exactly the manifest bytes whose digest is checked here.
+    """
+    _check_folder(folder)
+    _check_metadata(asset, folder)
+    _check_tree(asset, folder)
+
+
+def verify_prepared_asset(asset: PreparedAsset, *, folder: Path | None = None) -> None:
+    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift.
+
+    ``folder`` verifies a copy that is not yet at ``asset.snapshot_dir``.
+    """
+    staged = folder is not None
+    folder = Path(asset.snapshot_dir) if folder is None else Path(folder)
+    meta = folder / SNAPSHOT_RELPATH
+    _check_folder(folder)
+    if not staged and folder.name != asset.content_sha256:
+        raise AssetValidationError(f"{folder}: folder name does not match content_sha256")
+    _check_metadata(asset, folder)
+    if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
+        raise AssetValidationError(f"{meta}: content_sha256 does not match descriptor and files")
+    if not set(asset.collision_pieces) <= set(asset.derived_files):
+        raise AssetValidationError(f"{meta}: collision_pieces are not all derived_files")
+    _check_tree(asset, folder)
     manifest_path = folder / MANIFEST_NAME
     manifest = parse_manifest(
         read_inside(folder, MANIFEST_NAME, limit=MAX_MANIFEST_BYTES, error=AssetValidationError),
