@@ -54,21 +54,30 @@ BOUNDS_TOLERANCE_M = 1e-6
 TMP_PREFIX = ".tmp-"
 
 
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
 def _write_file(
     path: Path, data: bytes, *, sync: bool = True, made: set[Path] | None = None
 ) -> None:
-    """Write (and with ``sync`` fsync) one file; ``made`` remembers folders already created
-    so a package's files cost one mkdir per folder, not one per file."""
+    """Create (and with ``sync`` fsync) one new file of a private temporary folder; ``made``
+    remembers the folders already created, so a snapshot costs one mkdir per folder."""
     parent = path.parent
     if made is None or parent not in made:
         parent.mkdir(parents=True, exist_ok=True)
         if made is not None:
-            made.add(parent)
-    with open(path, "wb") as handle:
-        handle.write(data)
+            while parent not in made and parent != parent.parent:
+                made.add(parent)
+                parent = parent.parent
+    fd = os.open(path, _CREATE, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
         if sync:
-            handle.flush()
-            os.fsync(handle.fileno())
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _check_bounds(descriptor: AssetDescriptor, bounds: np.ndarray, label: str) -> None:

@@ -35,11 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import trimesh
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import ConvexHull, QhullError
-from trimesh import graph, grouping, triangles, util
+from trimesh import grouping, triangles, util
 from trimesh.constants import tol
 from trimesh.convex import QHULL_DEFAULT
-from trimesh.geometry import faces_to_edges
 from trimesh.transformations import transform_points, translation_matrix
 
 from domain.assets import AssetDescriptor, Bounds3D
@@ -135,8 +136,7 @@ def _array_hull(points: np.ndarray) -> Piece | None:
     rounded = (vertices * _MERGE_SCALE).round().astype(np.int64)
     if len(grouping.unique_rows(rounded)[0]) != len(vertices):
         return None  # merge_vertices would merge some
-    edges = faces_to_edges(faces)
-    watertight, winding = graph.is_watertight(edges=edges, edges_sorted=np.sort(edges, axis=1))
+    watertight, winding = _watertight_and_wound(faces)
     if not (watertight and winding):
         return None  # fix_normals would re-wind faces
     tris = vertices[faces]
@@ -150,12 +150,52 @@ def _hull(points: np.ndarray, faces: np.ndarray) -> Piece:
     return _array_hull(points) or _trimesh_hull(points, faces)
 
 
+def _edges(faces: np.ndarray) -> np.ndarray:
+    """Each face's three directed edges, in ``trimesh.geometry.faces_to_edges`` order."""
+    return faces[:, [0, 1, 1, 2, 2, 0]].reshape((-1, 2))
+
+
+def _pairs(edges_sorted: np.ndarray) -> np.ndarray:
+    """Indices ``(i, j)`` of the rows of ``edges_sorted`` that occur exactly twice (the rows
+    ``trimesh.grouping.group_rows(..., require_count=2)`` groups; which pairs, not in what
+    order, is all any caller here depends on)."""
+    if len(edges_sorted) == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    width = int(edges_sorted.max()) + 1
+    keys = edges_sorted[:, 0].astype(np.int64) * width + edges_sorted[:, 1]
+    order = np.argsort(keys, kind="stable")
+    ranked = keys[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    counts = np.diff(np.r_[starts, len(ranked)])
+    twice = starts[counts == 2]
+    return np.column_stack([order[twice], order[twice + 1]])
+
+
 def _components(faces: np.ndarray) -> list[np.ndarray]:
-    """Face indices of each connected component, as ``Trimesh.split`` groups them."""
-    adjacency = graph.face_adjacency(faces=faces)
-    return graph.connected_components(
-        edges=adjacency, nodes=np.arange(len(faces)), min_len=1
+    """Face indices of each connected component (faces sharing an edge no third face
+    shares), in the order ``Trimesh.split`` returns them: by scipy's component label."""
+    edges = _edges(faces)
+    edges_sorted = np.sort(edges, axis=1)
+    pairs = _pairs(edges_sorted) // 3  # edge index -> its face
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    count = len(faces)
+    graph_matrix = coo_matrix(
+        (np.ones(len(pairs), dtype=bool), (pairs[:, 0], pairs[:, 1])), shape=(count, count)
     )
+    _, labels = connected_components(graph_matrix, directed=False)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    return np.split(order, bounds)
+
+
+def _watertight_and_wound(faces: np.ndarray) -> tuple[bool, bool]:
+    """``trimesh.graph.is_watertight``: every edge shared by exactly two faces, and each
+    shared edge traversed in opposite directions by them."""
+    edges = _edges(faces)
+    pairs = _pairs(np.sort(edges, axis=1))
+    watertight = len(pairs) * 2 == len(edges)
+    wound = bool(np.all(edges[pairs[:, 0], 1] == edges[pairs[:, 1], 0]))
+    return watertight, wound
 
 
 def _intrudes(piece: Piece, region: Bounds3D) -> bool:
