@@ -9,6 +9,7 @@ derived collision piece, or the metadata in ``snapshot.json`` -- is refused with
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,6 @@ from runtime.assets.package import (
     load_json_object,
     parse_manifest,
     regular_file_size,
-    walk_tree,
 )
 from runtime.files import file_sha256
 from runtime.inputs.reading import read_inside
@@ -129,14 +129,31 @@ def _check_digests(folder: Path, recorded: dict[str, str], present: set[str], wh
             )
 
 
+def _regular_files(folder: Path) -> set[str]:
+    """Every regular file below ``folder`` as a POSIX relpath; a symlink or special file
+    anywhere is refused, as ``regular_file_size`` refuses it (the entry types come from the
+    directory listing, so a folder of regular files costs no stat per file)."""
+    found: set[str] = set()
+    pending = [(str(folder), "")]
+    while pending:
+        directory, prefix = pending.pop()
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                found.add(prefix + entry.name)
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append((entry.path, f"{prefix}{entry.name}/"))
+            else:  # a symlink or a special file: the shared check words the refusal
+                regular_file_size(Path(entry.path), inside="a snapshot")
+                raise AssetValidationError(f"{entry.path}: is not a regular file")
+    return found
+
+
 def _check_tree(asset: PreparedAsset, folder: Path) -> None:
     """Exactly ``asset``'s files are below ``folder``, each with its recorded SHA-256
     (symlinks and special files refused)."""
-    present = {
-        path.relative_to(folder).as_posix()
-        for path in walk_tree(folder)
-        if regular_file_size(path, inside="a snapshot") is not None
-    }
+    present = _regular_files(folder)
     package = {rel for rel in present if not rel.startswith(f"{RESERVED_DIR}/")}
     derived = {rel for rel in present - package if rel != SNAPSHOT_RELPATH}
     _check_digests(folder, dict(asset.files), package, "snapshot's files")
