@@ -191,3 +191,18 @@ def test_degenerate_point_sets_become_the_reference_thin_box(points: np.ndarray)
     piece = collision._hull(points, faces)
     assert obj_bytes(piece.vertices, piece.faces) == obj_bytes(reference.vertices,
                                                                reference.faces)
+
+
+def test_obj_bytes_is_shortest_round_trip_text_of_every_float() -> None:
+    """The OBJ writer's bytes are content-addressed: each vertex is ``repr`` of its float64
+    value (float32 input widened exactly), each face 1-based, whatever the array dtypes."""
+    rng = np.random.default_rng(3)
+    for dtype in (np.float64, np.float32):
+        vertices = (rng.normal(size=(20, 3)) * 10.0 ** rng.integers(-9, 4)).astype(dtype)
+        vertices[0] = [-0.0, 0.0, 1e-30]
+        faces = rng.integers(0, 20, (30, 3)).astype(np.int32)
+        expected = "".join(
+            f"v {float(x)!r} {float(y)!r} {float(z)!r}\n" for x, y, z in vertices
+        ) + "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in faces.astype(np.int64))
+        assert obj_bytes(vertices, faces) == expected.encode("ascii")
+        assert obj_bytes(vertices, faces, comment="c") == b"# c\n" + expected.encode("ascii")
