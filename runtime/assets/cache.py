@@ -10,7 +10,9 @@ half-written snapshot under a digest name.
 Publishing is fenced: right before the rename the temporary folder is verified again
 against the digests it will be published under (so a folder someone else emptied or
 altered is never published) and the session's lease is checked (so a session that was
-taken over publishes nothing). Temporary folders carry their session's
+taken over publishes nothing) -- once per snapshot, or once for a batch published by the lease
+holder (``publish_staged``: the check reads the lease row, and per snapshot it cost more than
+the snapshot's own verification). Temporary folders carry their session's
 ``<session_id>.<token>``, so resume deletes only those of provably dead sessions.
 
 An existing snapshot with the same digest is re-verified and reused. If it fails
@@ -206,32 +208,40 @@ def publish_staged(
     """Publish snapshots staged by worker processes (``context.staging``), as one batch.
 
     One file-system sync makes every staged folder durable; each is then verified again
-    against the digests it will be published under and fenced by the lease right before its
-    rename, exactly as ``prepare_package`` does for one; a final sync makes the renames
-    durable. Returns, in order, the published (or reused) asset or the verification error
-    of a folder that changed since it was staged (that folder is removed, not published). A
-    lost lease raises, after every folder not yet published is removed.
+    against the digests it will be published under; one fence check (a read of the lease
+    row) right before the batch's renames, which then follow back to back; a final sync makes
+    the renames durable. Returns, in order, the published (or reused) asset or the
+    verification error of a folder that changed since it was staged (that folder is removed,
+    not published). A lost lease raises, after every folder not yet published is removed.
     """
     if not staged:
         return []
     cache_dir = Path(context.cache_dir).absolute()
     make_trees_durable([Path(tmp) for _asset, tmp in staged], cache_dir)
-    results: list[PreparedAsset | AssetValidationError] = []
+    results: list[PreparedAsset | AssetValidationError | None] = [None] * len(staged)
+    settled = 0  # staged[:settled] are published or removed
     try:
-        for asset, tmp in staged:
+        verified: list[int] = []
+        for index, (asset, tmp) in enumerate(staged):
             try:
                 _verify_staged(asset, Path(tmp))
             except AssetValidationError as error:
                 shutil.rmtree(tmp, ignore_errors=True)
-                results.append(error)
+                results[index] = error
                 continue
-            results.append(_publish(asset, Path(tmp), context.fence))
+            verified.append(index)
+        if verified and context.fence is not None:
+            context.fence.check()
+        for index, (asset, tmp) in enumerate(staged):
+            if results[index] is None:
+                results[index] = _publish(asset, Path(tmp), None)
+            settled = index + 1
     except BaseException:
-        for _asset, tmp in staged[len(results):]:
+        for _asset, tmp in staged[settled:]:
             shutil.rmtree(tmp, ignore_errors=True)
         raise
     make_entries_durable(cache_dir)
-    return results
+    return [result for result in results if result is not None]  # every slot is filled
 
 
 def prepare_package(
