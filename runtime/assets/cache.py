@@ -10,7 +10,9 @@ half-written snapshot under a digest name.
 Publishing is fenced: right before the rename the temporary folder is verified again
 against the digests it will be published under (so a folder someone else emptied or
 altered is never published) and the session's lease is checked (so a session that was
-taken over publishes nothing). Temporary folders carry their session's
+taken over publishes nothing) -- once per snapshot, or once for a batch published by the lease
+holder (``publish_staged``: the check reads the lease row, and per snapshot it cost more than
+the snapshot's own verification). Temporary folders carry their session's
 ``<session_id>.<token>``, so resume deletes only those of provably dead sessions.
 
 An existing snapshot with the same digest is re-verified and reused. If it fails
@@ -35,7 +37,7 @@ from domain.errors import AssetValidationError
 from domain.limits import MeshLimits
 from runtime.assets.collision import convex_pieces
 from runtime.assets.mesh_writers import obj_bytes
-from runtime.assets.meshes import load_mesh
+from runtime.assets.meshes import load_mesh_arrays
 from runtime.assets.package import PackageManifest, read_package
 from runtime.assets.snapshot import (
     COLLISION_DIR,
@@ -43,6 +45,7 @@ from runtime.assets.snapshot import (
     read_snapshot,
     snapshot_bytes,
     verify_prepared_asset,
+    verify_staged_files,
 )
 from runtime.files import fsync_directory, fsync_tree, temp_name
 from runtime.syncfs import make_entries_durable, make_trees_durable
@@ -53,21 +56,30 @@ BOUNDS_TOLERANCE_M = 1e-6
 TMP_PREFIX = ".tmp-"
 
 
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
 def _write_file(
     path: Path, data: bytes, *, sync: bool = True, made: set[Path] | None = None
 ) -> None:
-    """Write (and with ``sync`` fsync) one file; ``made`` remembers folders already created
-    so a package's files cost one mkdir per folder, not one per file."""
+    """Create (and with ``sync`` fsync) one new file of a private temporary folder; ``made``
+    remembers the folders already created, so a snapshot costs one mkdir per folder."""
     parent = path.parent
     if made is None or parent not in made:
         parent.mkdir(parents=True, exist_ok=True)
         if made is not None:
-            made.add(parent)
-    with open(path, "wb") as handle:
-        handle.write(data)
+            while parent not in made and parent != parent.parent:
+                made.add(parent)
+                parent = parent.parent
+    fd = os.open(path, _CREATE, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
         if sync:
-            handle.flush()
-            os.fsync(handle.fileno())
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _check_bounds(descriptor: AssetDescriptor, bounds: np.ndarray, label: str) -> None:
@@ -112,20 +124,21 @@ def _build(
     made = {tmp}
     for rel, payload in data.items():
         _write_file(tmp / rel, payload, sync=sync, made=made)
-    visual = load_mesh(
-        tmp / manifest.visual_path, label=str(package_dir / manifest.visual_path), limits=limits
+    visual_vertices, visual_faces = load_mesh_arrays(
+        tmp / manifest.visual_path, data[manifest.visual_path],
+        label=str(package_dir / manifest.visual_path), limits=limits,
     )
-    _check_bounds(manifest.descriptor, visual.bounds, str(package_dir / manifest.visual_path))
-    collision = visual
+    bounds = np.array([visual_vertices.min(axis=0), visual_vertices.max(axis=0)])
+    _check_bounds(manifest.descriptor, bounds, str(package_dir / manifest.visual_path))
+    vertices, faces = visual_vertices, visual_faces
     # Paths are normalized by parse_manifest, so equal strings are the same file.
     if manifest.collision_path and manifest.collision_path != manifest.visual_path:
-        collision = load_mesh(
-            tmp / manifest.collision_path,
-            label=str(package_dir / manifest.collision_path),
-            limits=limits,
+        vertices, faces = load_mesh_arrays(
+            tmp / manifest.collision_path, data[manifest.collision_path],
+            label=str(package_dir / manifest.collision_path), limits=limits,
         )
     pieces, method = convex_pieces(
-        collision, manifest.descriptor, max_pieces=limits.max_collision_pieces
+        vertices, faces, manifest.descriptor, max_pieces=limits.max_collision_pieces
     )
     derived: dict[str, str] = {}
     names = []
@@ -157,11 +170,16 @@ def _build(
 
 
 def _verify_staged(asset: PreparedAsset, tmp: Path) -> None:
-    """The temporary folder, re-read, is exactly the snapshot its name will claim."""
+    """The temporary folder, re-read, is exactly the snapshot its name will claim.
+
+    Every file's bytes are re-read and re-hashed and ``snapshot.json`` compared byte for
+    byte (``verify_staged_files``); the content digest is recomputed from the descriptor and
+    the file digests it will be published under.
+    """
     if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
         raise AssetValidationError(f"{tmp}: content digest changed while it was prepared")
     try:
-        verify_prepared_asset(asset, folder=tmp)
+        verify_staged_files(asset, tmp)
     except AssetValidationError as exc:
         exc.add_note(f"{tmp} was not published under {asset.content_sha256}")
         raise
@@ -190,32 +208,40 @@ def publish_staged(
     """Publish snapshots staged by worker processes (``context.staging``), as one batch.
 
     One file-system sync makes every staged folder durable; each is then verified again
-    against the digests it will be published under and fenced by the lease right before its
-    rename, exactly as ``prepare_package`` does for one; a final sync makes the renames
-    durable. Returns, in order, the published (or reused) asset or the verification error
-    of a folder that changed since it was staged (that folder is removed, not published). A
-    lost lease raises, after every folder not yet published is removed.
+    against the digests it will be published under; one fence check (a read of the lease
+    row) right before the batch's renames, which then follow back to back; a final sync makes
+    the renames durable. Returns, in order, the published (or reused) asset or the
+    verification error of a folder that changed since it was staged (that folder is removed,
+    not published). A lost lease raises, after every folder not yet published is removed.
     """
     if not staged:
         return []
     cache_dir = Path(context.cache_dir).absolute()
     make_trees_durable([Path(tmp) for _asset, tmp in staged], cache_dir)
-    results: list[PreparedAsset | AssetValidationError] = []
+    results: list[PreparedAsset | AssetValidationError | None] = [None] * len(staged)
+    settled = 0  # staged[:settled] are published or removed
     try:
-        for asset, tmp in staged:
+        verified: list[int] = []
+        for index, (asset, tmp) in enumerate(staged):
             try:
                 _verify_staged(asset, Path(tmp))
             except AssetValidationError as error:
                 shutil.rmtree(tmp, ignore_errors=True)
-                results.append(error)
+                results[index] = error
                 continue
-            results.append(_publish(asset, Path(tmp), context.fence))
+            verified.append(index)
+        if verified and context.fence is not None:
+            context.fence.check()
+        for index, (asset, tmp) in enumerate(staged):
+            if results[index] is None:
+                results[index] = _publish(asset, Path(tmp), None)
+            settled = index + 1
     except BaseException:
-        for _asset, tmp in staged[len(results):]:
+        for _asset, tmp in staged[settled:]:
             shutil.rmtree(tmp, ignore_errors=True)
         raise
     make_entries_durable(cache_dir)
-    return results
+    return [result for result in results if result is not None]  # every slot is filled
 
 
 def prepare_package(

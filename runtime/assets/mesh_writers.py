@@ -19,10 +19,11 @@ __all__ = ["glb_bytes", "obj_bytes", "ply_bytes", "stl_bytes"]
 def obj_bytes(vertices: np.ndarray, faces: np.ndarray, *, comment: str = "") -> bytes:
     """Deterministic Wavefront OBJ text (shortest round-trip floats, 1-based faces)."""
     lines = [f"# {comment}"] if comment else []
+    points = np.asarray(vertices, dtype=np.float64).tolist()  # Python floats: repr round-trips
+    lines.extend(f"v {x!r} {y!r} {z!r}" for x, y, z in points)
     lines.extend(
-        f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in np.asarray(vertices)
+        f"f {a} {b} {c}" for a, b, c in (np.asarray(faces, dtype=np.int64) + 1).tolist()
     )
-    lines.extend(f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(faces, dtype=np.int64))
     return ("\n".join(lines) + "\n").encode("ascii")
 
 

@@ -71,6 +71,8 @@ def _text_lines(data: bytes) -> list[str]:
 
 
 def _obj_references(rel: str, data: bytes) -> list[tuple[str, str]]:
+    if b"mtllib" not in data:  # the only directive that references a file
+        return []
     refs = []
     for number, line in enumerate(_text_lines(data), start=1):
         parts = line.split("#", 1)[0].split()

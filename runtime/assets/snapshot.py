@@ -9,6 +9,7 @@ derived collision piece, or the metadata in ``snapshot.json`` -- is refused with
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,6 @@ from runtime.assets.package import (
     load_json_object,
     parse_manifest,
     regular_file_size,
-    walk_tree,
 )
 from runtime.files import file_sha256
 from runtime.inputs.reading import read_inside
@@ -129,37 +129,83 @@ def _check_digests(folder: Path, recorded: dict[str, str], present: set[str], wh
             )
 
 
-def verify_prepared_asset(asset: PreparedAsset, *, folder: Path | None = None) -> None:
-    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift.
+def _regular_files(folder: Path) -> set[str]:
+    """Every regular file below ``folder`` as a POSIX relpath; a symlink or special file
+    anywhere is refused, as ``regular_file_size`` refuses it (the entry types come from the
+    directory listing, so a folder of regular files costs no stat per file)."""
+    found: set[str] = set()
+    pending = [(str(folder), "")]
+    while pending:
+        directory, prefix = pending.pop()
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                found.add(prefix + entry.name)
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append((entry.path, f"{prefix}{entry.name}/"))
+            else:  # a symlink or a special file: the shared check words the refusal
+                regular_file_size(Path(entry.path), inside="a snapshot")
+                raise AssetValidationError(f"{entry.path}: is not a regular file")
+    return found
 
-    ``folder`` verifies a copy that is not yet at ``asset.snapshot_dir`` (the cache checks
-    its temporary folder this way right before renaming it into place).
-    """
-    staged = folder is not None
-    folder = Path(asset.snapshot_dir) if folder is None else Path(folder)
-    meta = folder / SNAPSHOT_RELPATH
-    if not folder.is_dir() or folder.is_symlink():
-        raise AssetValidationError(f"{folder}: snapshot folder does not exist")
-    if not staged and folder.name != asset.content_sha256:
-        raise AssetValidationError(f"{folder}: folder name does not match content_sha256")
-    on_disk = read_inside(
-        folder, SNAPSHOT_RELPATH, limit=MAX_SNAPSHOT_BYTES, error=AssetValidationError
-    )
-    if on_disk != snapshot_bytes(asset):
-        raise AssetValidationError(f"{meta}: does not match the prepared asset's metadata")
-    if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
-        raise AssetValidationError(f"{meta}: content_sha256 does not match descriptor and files")
-    if not set(asset.collision_pieces) <= set(asset.derived_files):
-        raise AssetValidationError(f"{meta}: collision_pieces are not all derived_files")
-    present = {
-        path.relative_to(folder).as_posix()
-        for path in walk_tree(folder)
-        if regular_file_size(path, inside="a snapshot") is not None
-    }
+
+def _check_tree(asset: PreparedAsset, folder: Path) -> None:
+    """Exactly ``asset``'s files are below ``folder``, each with its recorded SHA-256
+    (symlinks and special files refused)."""
+    present = _regular_files(folder)
     package = {rel for rel in present if not rel.startswith(f"{RESERVED_DIR}/")}
     derived = {rel for rel in present - package if rel != SNAPSHOT_RELPATH}
     _check_digests(folder, dict(asset.files), package, "snapshot's files")
     _check_digests(folder, dict(asset.derived_files), derived, "snapshot's derived_files")
+
+
+def _check_folder(folder: Path) -> None:
+    if not folder.is_dir() or folder.is_symlink():
+        raise AssetValidationError(f"{folder}: snapshot folder does not exist")
+
+
+def _check_metadata(asset: PreparedAsset, folder: Path) -> None:
+    """``folder``'s ``snapshot.json`` is the bytes ``asset`` serializes to."""
+    on_disk = read_inside(
+        folder, SNAPSHOT_RELPATH, limit=MAX_SNAPSHOT_BYTES, error=AssetValidationError
+    )
+    if on_disk != snapshot_bytes(asset):
+        raise AssetValidationError(
+            f"{folder / SNAPSHOT_RELPATH}: does not match the prepared asset's metadata"
+        )
+
+
+def verify_staged_files(asset: PreparedAsset, folder: Path) -> None:
+    """A snapshot its builder just staged in ``folder``: every byte re-read from disk
+    (``snapshot.json`` compared, every file re-hashed, nothing missing or extra).
+
+    What ``verify_prepared_asset`` adds is not re-checked: the builder computed
+    ``content_sha256`` and ``derived_files`` itself, and parsed ``asset.descriptor`` from
+    exactly the manifest bytes whose digest is checked here.
+    """
+    _check_folder(folder)
+    _check_metadata(asset, folder)
+    _check_tree(asset, folder)
+
+
+def verify_prepared_asset(asset: PreparedAsset, *, folder: Path | None = None) -> None:
+    """Recompute every digest of ``asset``'s snapshot; raise AssetValidationError on drift.
+
+    ``folder`` verifies a copy that is not yet at ``asset.snapshot_dir``.
+    """
+    staged = folder is not None
+    folder = Path(asset.snapshot_dir) if folder is None else Path(folder)
+    meta = folder / SNAPSHOT_RELPATH
+    _check_folder(folder)
+    if not staged and folder.name != asset.content_sha256:
+        raise AssetValidationError(f"{folder}: folder name does not match content_sha256")
+    _check_metadata(asset, folder)
+    if content_digest(asset.descriptor, dict(asset.files)) != asset.content_sha256:
+        raise AssetValidationError(f"{meta}: content_sha256 does not match descriptor and files")
+    if not set(asset.collision_pieces) <= set(asset.derived_files):
+        raise AssetValidationError(f"{meta}: collision_pieces are not all derived_files")
+    _check_tree(asset, folder)
     manifest_path = folder / MANIFEST_NAME
     manifest = parse_manifest(
         read_inside(folder, MANIFEST_NAME, limit=MAX_MANIFEST_BYTES, error=AssetValidationError),

@@ -5,6 +5,7 @@ session's heartbeat thread, however long a step takes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from store.records import NewEvent
@@ -25,9 +26,16 @@ class Ledger:
         return self.session
 
     def emit(self, event_type: str, payload: dict[str, Any]) -> None:
+        self.emit_all([(event_type, payload)])
+
+    def emit_all(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Append ``events`` in order as one transaction (one durable commit for a whole
+        chunk of candidates, not one per candidate); nothing when there are none."""
+        if not events:
+            return
         lease = None if self.session is None else self.session.lease
         self.version = self.store.append(
-            self.run_id, [NewEvent(event_type, payload)], expected_version=self.version,
+            self.run_id, [NewEvent(t, p) for t, p in events], expected_version=self.version,
             fence=lease,
         )
 

@@ -4,6 +4,7 @@ facts the log does not hold yet."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,16 +80,20 @@ class RolePreparer:
                     slots[index] = reused
                     continue
             pending.append((index, candidate_id, previous[1] if previous else None))
-        for (index, candidate_id, logged_payload), outcome in zip(
-            pending, self._outcomes([candidate_id for _, candidate_id, _ in pending]),
-            strict=True,
-        ):
-            slots[index] = self._record(candidate_id, outcome, logged_payload)
+        ids = iter(pending)
+        for chunk in self._outcome_chunks([candidate_id for _, candidate_id, _ in pending]):
+            # A chunk's snapshots are durable when it arrives; its facts are one append.
+            events: list[tuple[str, dict[str, Any]]] = []
+            for outcome in chunk:
+                index, candidate_id, logged_payload = next(ids)
+                slots[index] = self._record(candidate_id, outcome, logged_payload, events)
+            self.ledger.emit_all(events)
         return [asset for asset in slots if asset is not None]
 
-    def _outcomes(self, candidate_ids: list[str]) -> Iterator[Outcome]:
-        """Each pending candidate's outcome, in order: a lookup failure at once, the rest
-        materialized (by the pool when there is one), durable by the time it is yielded."""
+    def _outcome_chunks(self, candidate_ids: list[str]) -> Iterator[list[Outcome]]:
+        """Each pending candidate's outcome, in order and in chunks: a lookup failure at
+        once, the rest materialized (by the pool when there is one); every snapshot of a
+        chunk is durable by the time the chunk is yielded."""
         lookups: list[AssetCandidate | Outcome] = []
         for candidate_id in candidate_ids:
             try:
@@ -99,19 +104,33 @@ class RolePreparer:
         pool = self.pool or MaterializerPool()
         try:
             chunks = pool.materialize(self.provider, wanted, self.context)
-            materialized: Iterator[Outcome] = (o for chunk in chunks for o in chunk)
+            ready: deque[Outcome] = deque()
+            group: list[Outcome] = []
             for lookup in lookups:
-                yield next(materialized) if isinstance(lookup, AssetCandidate) else lookup
+                if isinstance(lookup, AssetCandidate):
+                    if not ready:
+                        if group:  # what is ready goes out before waiting for more
+                            yield group
+                            group = []
+                        ready.extend(next(chunks))
+                    group.append(ready.popleft())
+                else:
+                    group.append(lookup)
+            if group:
+                yield group
         finally:
             if pool is not self.pool:
                 pool.close()
 
     def _record(
-        self, candidate_id: str, outcome: Outcome, logged: dict[str, Any] | None
+        self, candidate_id: str, outcome: Outcome, logged: dict[str, Any] | None,
+        events: list[tuple[str, dict[str, Any]]],
     ) -> PreparedAsset | None:
+        """The outcome's asset (None for a rejection); its fact, if the log lacks it, is
+        added to ``events``."""
         if not isinstance(outcome, PreparedAsset):
             error_type, detail = outcome
-            self.ledger.emit(
+            events.append((
                 "CandidateRejected",
                 {
                     "role": self.role,
@@ -120,7 +139,7 @@ class RolePreparer:
                     "error_type": error_type,
                     "detail": detail,
                 },
-            )
+            ))
             return None
         payload = {
             "role": self.role,
@@ -130,7 +149,7 @@ class RolePreparer:
             "snapshot_dir": str(outcome.snapshot_dir),
         }
         if payload != logged:  # a repaired snapshot with identical facts needs no new event
-            self.ledger.emit("CandidatePrepared", payload)
+            events.append(("CandidatePrepared", payload))
         return outcome
 
     def _candidate(self, candidate_id: str) -> AssetCandidate:

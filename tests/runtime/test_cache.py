@@ -438,6 +438,50 @@ def test_a_lost_session_publishes_no_snapshot(tmp_path: Path) -> None:
     assert list((tmp_path / "cache").iterdir()) == []
 
 
+def _staged(tmp_path: Path, count: int) -> list[tuple[PreparedAsset, str]]:
+    """``count`` distinct packages staged as a preparation worker stages them."""
+    staged = []
+    for index in range(count):
+        folders: list[str] = []
+        manifest = json.loads((make_package(tmp_path / f"pkg{index}") /
+                               "asset.catalog.json").read_text())
+        manifest["descriptor"]["asset_id"] = f"box-{index}"
+        (tmp_path / f"pkg{index}" / "asset.catalog.json").write_text(json.dumps(manifest))
+        asset = prepare_package(
+            tmp_path / f"pkg{index}", candidate_id=f"c{index}", locator="l",
+            context=PreparationContext(str(tmp_path / "cache"), staging=folders),
+        )
+        staged.append((asset, folders[0]))
+    return staged
+
+
+def test_a_staged_batch_is_fenced_once_right_before_its_renames(tmp_path: Path) -> None:
+    from runtime.assets.cache import publish_staged
+
+    staged = _staged(tmp_path, 3)
+    (Path(staged[1][1]) / "mesh.obj").write_bytes(b"changed after staging")
+    fence = Fence()
+    results = publish_staged(staged, PreparationContext(str(tmp_path / "cache"), fence=fence))
+    assert fence.checks == 1
+    assert isinstance(results[1], AssetValidationError)
+    for asset in (results[0], results[2]):
+        assert isinstance(asset, PreparedAsset)
+        verify_prepared_asset(asset)
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted(
+        [results[0].content_sha256, results[2].content_sha256]  # type: ignore[union-attr]
+    )
+
+
+def test_a_lost_session_publishes_nothing_of_a_staged_batch(tmp_path: Path) -> None:
+    from runtime.assets.cache import publish_staged
+
+    staged = _staged(tmp_path, 3)
+    with pytest.raises(SessionLost, match=r"was lost$"):
+        publish_staged(staged, PreparationContext(str(tmp_path / "cache"),
+                                                  fence=Fence(lost=True)))
+    assert list((tmp_path / "cache").iterdir()) == []  # no snapshot, no temp folder left
+
+
 def test_a_fenced_snapshot_names_its_temp_folder_after_the_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -297,9 +297,13 @@ def test_check_warns_about_unknown_capabilities_and_thin_shells(
 
 def test_trimesh_runtime_warnings_become_debug_log_lines(tmp_path: Path) -> None:
     source = tmp_path / "mug.obj"
-    _mug((0.0, 0.0, 0.0)).export(source)
-    # Preparing its open surface pieces makes trimesh divide by a zero volume.
-    import_asset(source, tmp_path / "catalog", ImportOptions("mug", "mug", container=True))
+    # A zero-thickness coaster beside the mug: trimesh divides by its hull's zero volume.
+    coaster = trimesh.Trimesh(
+        [[0.1, 0.0, 0.0], [0.15, 0.0, 0.0], [0.15, 0.05, 0.0], [0.1, 0.05, 0.0]],
+        [[0, 1, 2], [0, 2, 3]],
+    )
+    trimesh.util.concatenate([_mug((0.0, 0.0, 0.0)), coaster]).export(source)
+    import_asset(source, tmp_path / "catalog", ImportOptions("mug", "mug"))
     base = [sys.executable, "-m", "runtime.cli", "catalog", "check", str(tmp_path / "catalog")]
     quiet = subprocess.run(base, capture_output=True, text=True, cwd=REPO, check=True)
     assert quiet.stderr == ""

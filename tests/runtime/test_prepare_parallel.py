@@ -165,3 +165,43 @@ def test_while_a_worker_holds_the_next_job_this_process_takes_the_ones_nobody_st
     assert results == ["worker 0", "here 1", "here 2", "worker 3", "here 4", "here 5"]
     assert sorted(ran_here) == [1, 2, 4, 5]
     assert all(futures[i].cancelled() for i in (1, 2, 4, 5))
+
+
+def test_a_chunk_of_candidate_facts_is_one_append_after_its_snapshots_are_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batched preparation commits each published chunk's facts in one transaction (not one
+    per candidate), in the serial order, and only after the chunk's snapshots are on disk."""
+    import runtime.preparation.parallel as parallel
+
+    catalog = tmp_path / "catalog"
+    write_demo_catalog(catalog)
+    serial, _, _ = _prepare(tmp_path, catalog, "serial", "1", monkeypatch)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 2)
+    monkeypatch.setattr(parallel, "SYNC_CHUNK", 4)
+    appends: list[list[str]] = []
+    durable: set[str] = set()
+    real_append, real_publish = InMemoryEventStore.append, parallel._publish_chunk
+
+    def publish(chunk: list, context: Any) -> list:
+        outcomes = real_publish(chunk, context)
+        durable.update(str(o.snapshot_dir) for o in outcomes if not isinstance(o, tuple))
+        return outcomes
+
+    def append(self: Any, run_id: str, events: Any, **kwargs: Any) -> int:
+        appends.append([e.type for e in events])
+        for event in events:  # nothing is claimed before it is published (and synced)
+            if event.type == "CandidatePrepared":
+                assert event.payload["snapshot_dir"] in durable
+        return real_append(self, run_id, events, **kwargs)
+
+    monkeypatch.setattr(parallel, "_publish_chunk", publish)
+    monkeypatch.setattr(InMemoryEventStore, "append", append)
+    batched, _, _ = _prepare(tmp_path, catalog, "batched", "1", monkeypatch)
+    assert batched == serial
+    candidate_appends = [a for a in appends if "CandidatePrepared" in a]
+    sizes = [len(a) for a in candidate_appends]
+    assert max(sizes) == 4 and sum(size < 4 for size in sizes) <= 2  # a short last chunk a role
+    assert sum(len(a) for a in candidate_appends) == sum(
+        t == "CandidatePrepared" for t, _ in serial
+    )
