@@ -44,10 +44,11 @@ from runtime.export.hashes import known_sha256
 from runtime.export.sink import FileSink
 from runtime.export.stats import (
     STAT_KEYS,
-    aggregate_many,
+    aggregate_matrices,
     aggregate_stats,
     episode_stats,
     image_stats,
+    stat_matrices,
 )
 
 log = structlog.get_logger(__name__)
@@ -232,12 +233,24 @@ class PreviousVersion:
         return shared
 
 
-_ROWS: dict[str, list[dict[str, Any]]] = {}  # SHA-256 of a meta/episodes file -> its rows
+@dataclass
+class _EpisodesMemo:
+    """The latest ``meta/episodes`` this process wrote or parsed: its rows and, once written
+    here, the Arrow table and the vector stats matrices built from them, which the next
+    version extends by its new rows instead of building them again from every row."""
+
+    rows: list[dict[str, Any]]
+    table: pa.Table | None = None
+    stats_keys: tuple[str, ...] = ()
+    matrices: dict[str, np.ndarray] | None = None
 
 
-def _remember_rows(digest: str, rows: list[dict[str, Any]]) -> None:
+_ROWS: dict[str, _EpisodesMemo] = {}  # SHA-256 of a meta/episodes file -> what it holds
+
+
+def _remember_rows(digest: str, memo: _EpisodesMemo) -> None:
     _ROWS.clear()  # only the latest version is ever reused
-    _ROWS[digest] = rows
+    _ROWS[digest] = memo
 
 
 def _episode_rows(path: Path, digest: str | None) -> list[dict[str, Any]] | None:
@@ -250,8 +263,46 @@ def _episode_rows(path: Path, digest: str | None) -> list[dict[str, Any]] | None
             rows = pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowException):
             return None
-        _remember_rows(digest, rows)
-    return _ROWS[digest]
+        _remember_rows(digest, _EpisodesMemo(rows))
+    return _ROWS[digest].rows
+
+
+def _previous_memo(previous: PreviousVersion | None) -> _EpisodesMemo | None:
+    if previous is None:
+        return None
+    return _ROWS.get(previous.files.get(EPISODES_PATH.format(chunk_index=0, file_index=0), ""))
+
+
+def _extended_table(
+    memo: _EpisodesMemo | None, rows: list[dict[str, Any]], reused: int
+) -> pa.Table:
+    """``_episodes_table(rows)``, from the previous table's first ``reused`` rows and the new
+    ones when that table is at hand and the new rows have its columns (the same values
+    give the same table, so the file's bytes do not depend on which way it was built)."""
+    if memo is None or memo.table is None or not 0 < reused < len(rows):
+        return _episodes_table(rows)
+    try:
+        table = pa.concat_tables([memo.table.slice(0, reused), _episodes_table(rows[reused:])])
+    except pa.ArrowInvalid:  # a column typed differently: build it whole
+        return _episodes_table(rows)
+    return table.combine_chunks()
+
+
+def _extended_stats(
+    memo: _EpisodesMemo | None, rows: list[dict[str, Any]], reused: int, keys: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """:func:`stat_matrices` of every row, reusing the previous version's first ``reused``."""
+    def column(row: dict[str, Any], key: str, stat: str) -> Any:
+        return row[f"stats/{key}/{stat}"]
+
+    if (memo is None or memo.matrices is None or memo.stats_keys != keys
+            or not 0 < reused < len(rows)):
+        return stat_matrices(rows, keys, column)
+    fresh = stat_matrices(rows[reused:], keys, column)
+    return {
+        stat: np.concatenate([memo.matrices[stat][:reused], fresh[stat]])
+        for stat in fresh
+    }
 
 
 def data_groups(
@@ -381,10 +432,15 @@ def write_lerobot(
     for job in encoding:
         job.result()
     episodes_file = EPISODES_PATH.format(chunk_index=0, file_index=0)
-    sink.write(episodes_file, _parquet_bytes(_episodes_table(rows)))
-    _remember_rows(sink.files[episodes_file], rows)
+    memo = _previous_memo(previous)
+    table = _extended_table(memo, rows, reused)
+    sink.write(episodes_file, _parquet_bytes(table))
+    keys = tuple(features)
+    matrices = _extended_stats(memo, rows, reused, keys)
+    _remember_rows(sink.files[episodes_file], _EpisodesMemo(rows, table, keys, matrices))
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
-    stats = aggregate_many(rows, list(features), lambda row, key, stat: row[f"stats/{key}/{stat}"])
+    widths = [len(rows[0][f"stats/{key}/min"]) for key in keys]
+    stats = aggregate_matrices(matrices, keys, widths)
     for cam in videos:
         key = VIDEO_KEY.format(camera=cam)
         stats[key] = aggregate_stats(_row_stats(rows, key, image=True))

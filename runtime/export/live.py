@@ -16,6 +16,7 @@ next session's first request brings it up to date and records it.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +25,7 @@ from typing import Any
 import structlog
 
 from runtime.export.dataset import DatasetSpec, build_version
-from runtime.export.episodes import EpisodeData, dataset_source, run_source
+from runtime.export.episodes import DatasetSource, EpisodeData, RunFold, dataset_source
 from runtime.export.record import recorded_digest
 
 log = structlog.get_logger(__name__)
@@ -54,7 +55,9 @@ class LiveDatasets:
         self._outbox: list[tuple[str, dict[str, Any]]] = []
         self._error: BaseException | None = None
         self._stopped = False
-        self._events: list[Any] = []
+        self._fold = RunFold(run_id)
+        self._unfolded: list[Any] = []  # read from the log, beyond the version built last
+        self._folded = 0
         self._recorded: dict[str, str | None] | None = None
         self._thread = threading.Thread(
             target=self._loop, name=f"assetcast-datasets-{run_id}", daemon=True
@@ -120,15 +123,24 @@ class LiveDatasets:
                 self._lock.notify_all()
 
     def _events_up_to(self, version: int) -> list[Any]:
-        """The run's events up to ``version``, read incrementally as the writer appends."""
-        while True:
-            after = self._events[-1].seq if self._events else 0
-            self._events.extend(self.store.read(self.run_id, after_seq=after))
-            if self._events and self._events[-1].seq >= version:
-                return [e for e in self._events if e.seq <= version]
+        """The run's events after the last version folded, up to ``version``, read
+        incrementally as the writer appends (each event is read and folded once)."""
+        while not self._unfolded or self._unfolded[-1].seq < version:
+            after = self._unfolded[-1].seq if self._unfolded else self._folded
+            if after >= version:
+                break
+            new = self.store.read(self.run_id, after_seq=after)
+            if new:
+                self._unfolded.extend(new)
+                continue
             if self._stopped:
                 raise RuntimeError("the collection ended before the log reached the dataset")
             time.sleep(_POLL_S)
+        cut = bisect.bisect_right([e.seq for e in self._unfolded], version)
+        taken, self._unfolded = self._unfolded[:cut], self._unfolded[cut:]
+        if taken:
+            self._folded = taken[-1].seq
+        return taken
 
     def _update(self, version: int) -> list[tuple[str, dict[str, Any]]]:
         events = self._events_up_to(version)
@@ -136,7 +148,7 @@ class LiveDatasets:
             self._recorded = {
                 str(spec.path): recorded_digest(events, str(spec.path)) for spec in self.specs
             }
-        run = run_source(self.run_id, events)
+        run = self._fold.add(events).source()
         if not run.episodes:
             return []
         source = dataset_source([run], cache=self._cache)
@@ -146,4 +158,15 @@ class LiveDatasets:
             if self._recorded[str(spec.path)] != built.digest:
                 self._recorded[str(spec.path)] = built.digest
                 updates.append(("DatasetUpdated", built.event_payload(self.run_id, version)))
+        self._forget_reused(source)
         return updates
+
+    def _forget_reused(self, source: DatasetSource) -> None:
+        """A LeRobot update reads only the first episode and the new ones (the rest is taken
+        over from the version on disk), so only the first stays loaded; a robomimic file is
+        written whole, so it keeps every episode loaded."""
+        if any(spec.format != "lerobot" for spec in self.specs):
+            return
+        first = source.episodes[0]
+        key = (str(first.trajectory_path), first.provenance.trajectory_sha256)
+        self._cache = {key: self._cache[key]} if key in self._cache else {}
