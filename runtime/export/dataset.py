@@ -31,7 +31,7 @@ log = structlog.get_logger(__name__)
 
 FORMATS = ("lerobot", "robomimic")
 MANIFEST_SCHEMA = 1
-WRITER_VERSION = 2  # bump when the bytes a given source produces change
+WRITER_VERSION = 3  # bump when the bytes a given source produces change
 SPLIT_SEED = 0
 
 
@@ -124,19 +124,9 @@ def read_manifest(spec: DatasetSpec) -> dict[str, Any] | None:
 
 
 def _hdf5_manifest(path: Path) -> Any:
-    import h5py
+    from runtime.export.robomimic import read_manifest as read_robomimic_manifest
 
-    if not path.is_file():
-        raise NotADataset(f"{path} exists and is not an assetcast dataset")
-    try:
-        with h5py.File(path, "r") as handle:
-            raw = handle["data"].attrs["assetcast"]
-    except (OSError, KeyError):
-        raise NotADataset(f"{path} exists and is not an assetcast robomimic file") from None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise NotADataset(f"{path} has an unreadable assetcast manifest") from None
+    return read_robomimic_manifest(path)
 
 
 def check_target(spec: DatasetSpec) -> None:
@@ -237,8 +227,9 @@ def render(
     """Write the dataset's files under ``root`` (a LeRobot tree, or ``root/file_name`` for
     robomimic); return every file's SHA-256 and (episodes, frames). Publishes nothing.
 
-    ``previous`` (a LeRobot version folder, with its manifest): what it shares with the new
-    version is reused instead of written again; the bytes are the same either way."""
+    ``previous`` (a LeRobot version folder, with its manifest; or the published robomimic
+    file): what it shares with the new version is reused instead of written again; the bytes
+    are the same either way."""
     if fmt == "lerobot":
         files, totals, _linked = render_lerobot(
             source, manifest, root, previous=previous, previous_manifest=previous_manifest
@@ -250,7 +241,7 @@ def render(
     path = root / file_name
     totals = write_robomimic(
         source, path, manifest=manifest, split_seed=SPLIT_SEED,
-        scene_model=scene_model or deployment_model,
+        scene_model=scene_model or deployment_model, previous=previous,
     )
     return {file_name: file_sha256(path)}, (totals["total_episodes"], totals["total_frames"])
 
@@ -317,7 +308,7 @@ def _write(
     try:
         files, totals = render(
             "robomimic", source, manifest, temporary.parent, file_name=temporary.name,
-            scene_model=scene_model,
+            scene_model=scene_model, previous=spec.path if existing is not None else None,
         )
         files = {spec.path.name: files[temporary.name]}
         before_publish()
@@ -325,4 +316,8 @@ def _write(
     except BaseException:
         file_target.discard(temporary)
         raise
+    from runtime.export.robomimic import remember_published
+
+    remember_published(spec.path, manifest)
+    remember(spec.path, files[spec.path.name])
     return files, totals

@@ -162,11 +162,9 @@ class LiveDatasets:
         return updates
 
     def _forget_reused(self, source: DatasetSource) -> None:
-        """A LeRobot update reads only the first episode and the new ones (the rest is taken
-        over from the version on disk), so only the first stays loaded; a robomimic file is
-        written whole, so it keeps every episode loaded."""
-        if any(spec.format != "lerobot" for spec in self.specs):
-            return
+        """An update reads only the first episode and the new ones (LeRobot takes the rest
+        over from the version on disk, robomimic copies the batches the file already holds),
+        so only the first stays loaded."""
         first = source.episodes[0]
         key = (str(first.trajectory_path), first.provenance.trajectory_sha256)
         self._cache = {key: self._cache[key]} if key in self._cache else {}
