@@ -26,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import runtime.collection.driver as collect_module  # noqa: E402
+import runtime.collection.session_ledger as collect_module  # noqa: E402
 from runtime.collection import collect  # noqa: E402
 from runtime.collection.demo_run import prepare_demo_run, write_catalog  # noqa: E402
 from runtime.collection.ledger import LedgerWriter  # noqa: E402

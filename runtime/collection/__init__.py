@@ -1,7 +1,13 @@
 """Collection: a run's prepared batches executed on workers, recorded by one driver.
 
-Modules, one purpose each: ``driver`` (the session's pass, single writer of the log and of
-committed files), ``plan`` (what is left to do, from the log), ``episode`` (one episode on a
+Modules, one purpose each: ``collect_prepared`` (the entry point ``collect``: refusals
+before the lease, the lease taken and released), ``session_run`` (one session under a held
+lease: inputs checked, the pass run, the report written; shared with resume), ``driver``
+(the session's pass, single writer of the log and of committed files), ``session_ledger``
+(the driver's appends: position tags, deferred events, the live-dataset hook, appends after
+a failure), ``session_events`` (the session's own events), ``session_endings`` (closing the
+environment, recording `RunCompleted` or `RunFailed`), ``episode_log`` (an episode's log
+lines, once durable), ``plan`` (what is left to do, from the log), ``episode`` (one episode on a
 worker's environment), ``commit`` (an episode's files made durable, its events assembled),
 ``ledger`` (the pipelined append thread), ``recordings`` (files on disk versus the log),
 ``refusals`` (bad input refused before anything is recorded), ``results`` (what a session
@@ -9,12 +15,7 @@ returns), ``environment`` (the environment factory), ``progress``, ``demo_run`` 
 prepared demo run for tests and benchmarks), and ``executors/`` (where episodes run).
 """
 
-from runtime.collection.driver import (
-    LEDGER_PIPELINE_DEPTH,
-    collect,
-    end_session,
-    run_collection,
-)
+from runtime.collection.collect_prepared import collect, end_session
 from runtime.collection.environment import EnvironmentFactory, default_environment_factory
 from runtime.collection.plan import CollectionRefused
 from runtime.collection.refusals import refuse_bad_collection_input
@@ -24,6 +25,8 @@ from runtime.collection.results import (
     CollectionResult,
     EpisodeOutcome,
 )
+from runtime.collection.session_ledger import LEDGER_PIPELINE_DEPTH
+from runtime.collection.session_run import run_collection
 
 __all__ = [
     "LEDGER_PIPELINE_DEPTH",

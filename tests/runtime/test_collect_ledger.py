@@ -178,7 +178,7 @@ def test_trajectory_committed_is_logged_only_once_its_event_is_durable(
 ) -> None:
     """The log line is a claim about the ledger: at the moment it is written, the store
     must already hold that episode's TrajectoryCommitted (appends lag behind on purpose)."""
-    import runtime.collection.driver as collect_module
+    import runtime.collection.episode_log as collect_module
 
     store, run_id = prepared(tmp_path, catalog)
     store.delay_s = 0.05  # the writer is always behind the simulator
