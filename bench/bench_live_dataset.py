@@ -17,8 +17,8 @@ The timings come from wrappers this script puts around ``LiveDatasets``' methods
 has no hooks for it.
 
 Run: ``.venv/bin/python bench/bench_live_dataset.py`` (prints figures; not part of pytest).
-Environment: ``BENCH_LIVE_PAIRS`` (default 5), ``BENCH_LIVE_BATCHES`` (default 8),
-``BENCH_LIVE_EPISODES`` (episodes per batch, default 5).
+Environment: ``BENCH_LIVE_PAIRS`` (default 5), ``BENCH_LIVE_BATCHES`` (default 10),
+``BENCH_LIVE_EPISODES`` (episodes per batch, default 6).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from runtime.logging import configure_logging  # noqa: E402
 from store import EventStore  # noqa: E402
 
 PAIRS = int(os.environ.get("BENCH_LIVE_PAIRS", "5"))
-BATCHES = int(os.environ.get("BENCH_LIVE_BATCHES", "8"))
-EPISODES = int(os.environ.get("BENCH_LIVE_EPISODES", "5"))
+BATCHES = int(os.environ.get("BENCH_LIVE_BATCHES", "10"))
+EPISODES = int(os.environ.get("BENCH_LIVE_EPISODES", "6"))
 SETTLE = 10
 
 

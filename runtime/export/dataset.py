@@ -257,7 +257,12 @@ def render_lerobot(
 ) -> tuple[dict[str, str], tuple[int, int], frozenset[str]]:
     """:func:`render` for LeRobot, also naming the files taken over from ``previous``
     (``on_written`` sees every file this call writes, once it is closed)."""
-    from runtime.export.lerobot import MANIFEST_PATH, PreviousVersion, json_bytes, write_lerobot
+    from runtime.export.lerobot import (
+        MANIFEST_PATH,
+        PreviousVersion,
+        manifest_bytes,
+        write_lerobot,
+    )
 
     sink = FileSink(root, on_written=on_written)
     reusable = (
@@ -267,7 +272,7 @@ def render_lerobot(
     totals = write_lerobot(
         source, sink, robot_type=_robot_type(source), previous=reusable, manifest=manifest
     )
-    sink.write(MANIFEST_PATH, json_bytes(manifest))
+    sink.write(MANIFEST_PATH, manifest_bytes(manifest))
     return (
         sink.sorted_files(),
         (totals["total_episodes"], totals["total_frames"]),

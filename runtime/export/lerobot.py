@@ -84,6 +84,34 @@ def json_bytes(value: Any) -> bytes:
     return (json.dumps(value, indent=4, ensure_ascii=False, allow_nan=False) + "\n").encode()
 
 
+_EPISODE_TEXT: dict[str, str] = {}  # an episode's compact JSON -> its indented manifest text
+_EPISODE_TEXT_LIMIT = 100_000
+_EPISODES_TAIL = '    "episodes": []\n}\n'
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    """``json_bytes(manifest)``, byte for byte, without indenting every episode again: a
+    live dataset rewrites the manifest after every batch and Python's indenting encoder is
+    pure Python, so each episode's text (its JSON at the list's depth) is remembered."""
+    episodes = manifest.get("episodes")
+    head = json_bytes({**manifest, "episodes": []}).decode()
+    if not episodes or not head.endswith(_EPISODES_TAIL):
+        return json_bytes(manifest)
+    if len(_EPISODE_TEXT) > _EPISODE_TEXT_LIMIT:
+        _EPISODE_TEXT.clear()
+    parts = []
+    for episode in episodes:
+        key = json.dumps(episode, ensure_ascii=False, allow_nan=False)
+        text = _EPISODE_TEXT.get(key)
+        if text is None:
+            text = json.dumps(episode, indent=4, ensure_ascii=False, allow_nan=False)
+            text = _EPISODE_TEXT[key] = text.replace("\n", "\n" + " " * 8)
+        parts.append(text)
+    body = ",\n        ".join(parts)
+    return (head[: -len(_EPISODES_TAIL)] + '    "episodes": [\n        ' + body
+            + "\n    ]\n}\n").encode()
+
+
 def _vector_array(matrix: np.ndarray, dtype: pa.DataType) -> pa.Array:
     """``[rows, width]`` -> a fixed-size list column (HF ``Sequence(length=width)``); width 1
     -> a scalar column (LeRobot maps shape ``(1,)`` to a plain value)."""

@@ -119,3 +119,18 @@ def test_a_robomimic_file_changed_since_it_was_published_is_written_whole(
     after = build_version(live, full)
     whole = build_version(DatasetSpec("robomimic", tmp_path / "whole.hdf5"), full)
     assert after.files["live.hdf5"] == whole.files["whole.hdf5"]
+
+
+def test_the_manifest_text_is_json_bytes_however_often_episodes_are_reused() -> None:
+    from runtime.export.lerobot import json_bytes, manifest_bytes
+
+    episode = {"run_id": "r", "batch_index": 0, "episode_index": 0, "asset_set_id": "a",
+               "assets": {"bin": {"asset_id": "b", "content_sha256": "c"}},
+               "trajectory_sha256": "s", "commit_seq": 3, "camera_files": {}}
+    manifest = {"schema_version": 1, "format": "lerobot", "instruction": 'Put "it" — é\n in',
+                "runs": ["r"], "episodes": [dict(episode, batch_index=i) for i in range(3)]}
+    for _ in range(2):  # the second time every episode's text comes from the memo
+        assert manifest_bytes(manifest) == json_bytes(manifest)
+    odd = dict(manifest, episodes=[dict(episode, camera_files={"wrist.rgb": "x"}, assets={})])
+    assert manifest_bytes(odd) == json_bytes(odd)
+    assert manifest_bytes(dict(manifest, episodes=[])) == json_bytes(dict(manifest, episodes=[]))
