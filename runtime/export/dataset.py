@@ -111,7 +111,7 @@ def read_manifest(spec: DatasetSpec) -> dict[str, Any] | None:
         if current is None:
             return None
         try:
-            manifest = json.loads((current / "meta" / "assetcast.json").read_text())
+            manifest = _published_manifest(current / "meta" / "assetcast.json")
         except (OSError, ValueError):
             raise NotADataset(f"{spec.path} has no readable meta/assetcast.json") from None
     else:
@@ -121,6 +121,29 @@ def read_manifest(spec: DatasetSpec) -> dict[str, Any] | None:
     if not isinstance(manifest, dict) or manifest.get("format") != spec.format:
         raise NotADataset(f"{spec.path} is not an assetcast {spec.format} dataset")
     return manifest
+
+
+_PUBLISHED: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
+def _file_identity(path: Path) -> tuple[int, int, int]:
+    status = os.stat(path)
+    return (status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def _published_manifest(path: Path) -> Any:
+    """A LeRobot version's manifest: the one this process published there (a live dataset
+    reads it before every update, and parsing it is O(episodes)) while the file is unchanged,
+    else parsed from the file."""
+    found = _PUBLISHED.get(str(path))
+    if found is not None and found[0] == _file_identity(path):
+        return found[1]
+    return json.loads(path.read_text())
+
+
+def _remember_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    _PUBLISHED.clear()  # only the latest version is read again
+    _PUBLISHED[str(path)] = (_file_identity(path), manifest)
 
 
 def _hdf5_manifest(path: Path) -> Any:
@@ -307,6 +330,7 @@ def _write(
             raise
         for relpath, digest in files.items():
             remember(final / relpath, digest)
+        _remember_manifest(final / "meta" / "assetcast.json", manifest)
         return files, totals
     file_target = FileTarget(spec.path)
     temporary = file_target.new_file()
