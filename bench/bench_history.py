@@ -329,30 +329,40 @@ REPORTS = {  # the small one first: the big report's heap would slow its GC pass
 
 
 def _child_report(mode: str, db: str, run_id: str) -> None:
-    """Build both session-end reports as the collector writes them (``report_text``), from
-    the whole log (``full``) or from the stored snapshot + tail (``incremental``); the
-    incremental child also times what an append crossing a boundary pays for the
-    collection report's snapshot (dump + canonical JSON + SHA-256)."""
+    """Build both session-end reports as the collector writes them: from the whole log
+    (``full``: the projection then ``report_text``), or as the session end does
+    (``incremental``: ``report.json`` streamed from the stored head + chunks + tail by
+    ``runtime.collection.results.write_report``, the preparation report from its snapshot +
+    tail). Each file's SHA-256 is returned so the two can be compared."""
     _quiet()
     import hashlib
     import importlib
+    import tempfile
 
-    from runtime.files import report_text
+    from runtime.collection.results import write_report
+    from runtime.files import file_sha256, report_text
     from store import EventStore
     from store.gc_pause import gc_paused
-    from store.snapshots import make_record
 
     store = EventStore(f"sqlite:///{db}")
     out: dict = {"code": 0}
     for name, (kind, module) in REPORTS.items():
         full = getattr(importlib.import_module(module), kind)
         started = time.perf_counter()
+        if mode != "full" and kind == "collection_report":
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / name
+                write_report(store, run_id, path)
+                elapsed = time.perf_counter() - started
+                peak = _peak_mb()  # the writer's own (hashing the file below costs nothing)
+                out[name] = {"seconds": elapsed, "build_s": elapsed,
+                             "sha256": file_sha256(path), "report_mb": path.stat().st_size / 1e6}
+            continue
         with gc_paused():  # both ways, as the writers do: only the fold differs
             if mode == "full":
                 report = full(store.iter_events(run_id))
             else:
-                projector = store.project(run_id, kind)
-                report = projector.report()
+                report = store.project(run_id, kind).report()
             built = time.perf_counter()
             text = report_text(report)
         out[name] = {"seconds": time.perf_counter() - started, "build_s": built - started,
@@ -363,14 +373,9 @@ def _child_report(mode: str, db: str, run_id: str) -> None:
             with gc_paused():
                 json.dumps(report, sort_keys=True, indent=2, allow_nan=False)
             out[name]["stdlib_text_s"] = time.perf_counter() - started
-        if mode != "full" and kind == "collection_report":
-            started = time.perf_counter()
-            with gc_paused():  # as StoreCore._snapshot_records does
-                record = make_record(run_id, kind, projector.seq, projector.VERSION, "0" * 64,
-                                     projector.dump())
-            out["snapshot_write_s"] = time.perf_counter() - started
-            out["snapshot_mb"] = len(record.body) / 1e6
     out["seconds"], out["peak_mb"] = out["report.json"]["seconds"], _peak_mb()
+    if mode != "full":
+        out["peak_mb"] = peak
     print(json.dumps(out))
 
 
@@ -388,7 +393,9 @@ def _reports(db: Path, run_id: str) -> dict[str, dict]:
 def _print_reports(rows: list[tuple[int, dict[str, dict]]]) -> None:
     """Build = the projection (log or snapshot + tail -> dict); total adds ``report_text``
     (the file's bytes), the same work both ways and as long as the report; ``stdlib text``
-    is what ``json.dumps(indent=2)`` took for the same bytes before ``runtime/json_text``."""
+    is what ``json.dumps(indent=2)`` took for the same bytes before ``runtime/json_text``.
+    The incremental ``report.json`` is the session end's streamed write (build = total,
+    file written included), its peak RSS the writer's."""
     print(f"{'events':>9} | {'report':<23} | {'build full':>10} | {'build incr':>10} | "
           f"{'speed-up':>8} | {'total full':>10} | {'total incr':>10} | {'MB':>5} | "
           f"{'peak full/incr MB':>17} | {'text s':>6} | {'stdlib text s':>13}")
@@ -401,11 +408,73 @@ def _print_reports(rows: list[tuple[int, dict[str, dict]]]) -> None:
                   f"{ratio:7.1f}x | {f['seconds']:10.3f} | {i['seconds']:10.3f} | "
                   f"{f['report_mb']:5.1f} | {full['peak_mb']:8.0f}/{incr['peak_mb']:<8.0f} | "
                   f"{f['seconds'] - f['build_s']:6.3f} | {f['stdlib_text_s']:13.3f}")
-    for size, got in rows:
-        incr = got["incremental"]
-        print(f"{size:>9} events: an append crossing a snapshot boundary pays "
-              f"{incr['snapshot_write_s']:.3f} s for the report.json snapshot "
-              f"({incr['snapshot_mb']:.1f} MB body)")
+
+
+def _child_append(db: str, run_id: str) -> None:
+    """Append one episode (6 events) at a time, as the collector does, through two
+    snapshot boundaries (every 10,000 events): the first boundary of a fresh writer loads
+    each projection from its snapshot + tail, the second is a writer's steady state. Also
+    the snapshot bytes each boundary wrote."""
+    _quiet()
+    from store import EventStore, NewEvent
+
+    store = EventStore(f"sqlite:///{db}", snapshot_every=10_000)
+    written: list[int] = []
+    original = store._snapshot_records
+
+    def counted(*args: object, **kwargs: object) -> list:
+        records = original(*args, **kwargs)  # type: ignore[arg-type]
+        written.append(sum(len(r.body) for r in records))
+        return records
+
+    store._snapshot_records = counted  # type: ignore[method-assign]
+    state = store.state(run_id)
+    version = state.version
+    batch = max(b for b, _e in state.episodes)
+    e = 1 + max(e for b, e in state.episodes if b == batch)
+    plain: list[float] = []
+    boundaries: list[dict] = []
+    while len(boundaries) < 2:
+        events = [NewEvent(t, p) for t, p in _episode(batch, e)]
+        e += 1
+        before = len(written)
+        started = time.perf_counter()
+        version = store.append(run_id, events, expected_version=version)
+        elapsed = time.perf_counter() - started
+        if len(written) > before:
+            boundaries.append({"seconds": elapsed, "snapshot_mb": written[-1] / 1e6})
+        else:
+            plain.append(elapsed)
+    plain.sort()
+    print(json.dumps({
+        "seconds": boundaries[1]["seconds"], "code": 0, "peak_mb": _peak_mb(),
+        "first": boundaries[0], "steady": boundaries[1],
+        "plain_median_s": plain[len(plain) // 2], "plain_max_s": plain[-1],
+    }))
+
+
+def _appends(db: Path, run_id: str) -> dict:
+    copy = db.with_name(db.stem + "-append.db")
+    _copy_db(db, copy)
+    try:
+        return _run_child(["--child-append", str(copy), run_id])
+    finally:
+        copy.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(str(copy) + suffix).unlink(missing_ok=True)
+
+
+def _print_appends(rows: list[tuple[int, dict]]) -> None:
+    print("appends of one episode (6 events) with snapshots every 10,000 events "
+          "(the boundary append writes them in its transaction):")
+    print(f"{'events':>9} | {'plain median s':>14} | {'plain max s':>11} | "
+          f"{'1st boundary s':>14} | {'MB':>6} | {'steady boundary s':>17} | {'MB':>6} | "
+          f"{'peak MB':>7}")
+    for size, a in rows:
+        print(f"{size:>9} | {a['plain_median_s']:14.4f} | {a['plain_max_s']:11.4f} | "
+              f"{a['first']['seconds']:14.3f} | {a['first']['snapshot_mb']:6.2f} | "
+              f"{a['steady']['seconds']:17.3f} | {a['steady']['snapshot_mb']:6.2f} | "
+              f"{a['peak_mb']:7.0f}")
 
 
 def _run_child(args: list[str]) -> dict:
@@ -428,7 +497,10 @@ def _measure(db: Path, run_id: str) -> dict[str, dict]:
         "runs": _run_child(["--child-cli", "runs", "--db", url]),
         "show": _run_child(["--child-cli", "show", run_id, "--db", url]),
         "forensics": _run_child(["--child-cli", "forensics", run_id, "--db", url]),
+        "report": _run_child(["--child-cli", "report", run_id, "--out", str(db.parent /
+                              f"{db.stem}-html"), "--no-thumbnails", "--db", url]),
     }
+    shutil.rmtree(db.parent / f"{db.stem}-html", ignore_errors=True)
     copy = db.with_name(db.stem + "-resume.db")
     _copy_db(db, copy)
     try:
@@ -596,6 +668,7 @@ def main() -> None:
     parser.add_argument("--child-cli", nargs=argparse.REMAINDER)
     parser.add_argument("--child-resume", nargs=2)
     parser.add_argument("--child-report", nargs=3)
+    parser.add_argument("--child-append", nargs=2)
     parser.add_argument("--packages", type=int, default=1000,
                         help="packages in the cold-preparation figure (0 skips it)")
     args = parser.parse_args()
@@ -608,9 +681,12 @@ def main() -> None:
     if args.child_report:
         _child_report(*args.child_report)
         return
+    if args.child_append:
+        _child_append(*args.child_append)
+        return
     _quiet()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows, reports = [], []
+    rows, reports, appends = [], [], []
     for size in sizes:
         db, run_id, built = _build(size)
         mb = db.stat().st_size / 1e6
@@ -621,6 +697,7 @@ def main() -> None:
         try:
             rows.append((size, _measure(measured, run_id)))
             reports.append((size, _reports(measured, run_id)))
+            appends.append((size, _appends(measured, run_id)))
         finally:
             measured.unlink(missing_ok=True)
     print()
@@ -636,12 +713,14 @@ def main() -> None:
         f"({'ok' if biggest[name]['seconds'] < goal else 'MISSED'} < {goal} s)"
         for name, goal in goals.items()
     ]
-    peak = max(f["peak_mb"] for f in biggest.values())
+    peak = max(biggest[name]["peak_mb"] for name in goals)
     verdicts.append(f"peak {peak:.0f} MB ({'ok' if peak < 300 else 'MISSED'} < 300 MB)")
     print(f"at {rows[-1][0]} events: " + "; ".join(verdicts))
     print()
     print("session-end reports (what collect/resume/prepare write), full log vs snapshot + tail:")
     _print_reports(reports)
+    print()
+    _print_appends(appends)
     print()
     small_db, small_run, _ = _build(sizes[0])
     _startup(small_db, small_run)

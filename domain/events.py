@@ -81,6 +81,10 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
         "format": _S, "path": _S, "digest": _S, "files": _D, "episodes": _L,
         "total_episodes": _I, "total_frames": _I, "log_position": _I,
     },
+    # resume --repair: committed files rebuilt by re-running their episodes. ``episodes``:
+    # [{batch_index, episode_index, seed, deployment_path, manifest_sha256, files: [{what,
+    # path, bytes, sha256, found: {bytes, sha256} | null (missing)}]}].
+    "CommittedFilesRepaired": {"session_id": _S, "host": _S, "pid": _I, "episodes": _L},
     "LeaseTakenOver": {
         "previous_owner": _S, "previous_pid": _I, "previous_host": _S, "owner": _S, "pid": _I,
         "host": _S,

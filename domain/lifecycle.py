@@ -48,6 +48,8 @@ ACCEPTING_STATES: dict[str, frozenset[str]] = {
     # A dataset is a projection of committed episodes: it can be (re)written while they are
     # collected, after the run completed, and from what a failed run did commit.
     "DatasetUpdated": frozenset({COLLECTING, COMPLETED, FAILED}),
+    # A repair restores files of committed episodes, which exist from collecting on.
+    "CommittedFilesRepaired": frozenset({COLLECTING, COMPLETED, FAILED}),
 }
 
 _TRANSITIONS = [

@@ -250,6 +250,7 @@ class Folder:
             "RunResumed": self._run_resumed,
             "LeaseTakenOver": self._lease_taken_over,
             "DatasetUpdated": self._dataset_updated,
+            "CommittedFilesRepaired": self._files_repaired,
         }
 
     def apply(self, seq: int, event_type: str, payload: dict) -> None:
@@ -337,6 +338,38 @@ class Folder:
                     f"log_position {p['log_position']} is not before the event itself"
                 )
             self.state.datasets.append({**p, "seq": seq})
+
+    def _files_repaired(self, seq: int, t: str, p: dict) -> None:
+        """A repair may only name bytes the log already vouches for: each restored file must
+        be one of its committed episode's files, with that receipt's size and SHA-256. It
+        adds no fact to the state (the receipts stand as they were)."""
+        if not self._accepts(t):
+            return
+        episodes = p["episodes"]
+        if not episodes:
+            raise _Illegal("a repair names no episode")
+        for entry in episodes:
+            key = _repaired_key(entry)
+            episode = self.state.episodes.get(key)
+            if episode is None or episode.committed is None:
+                raise _Illegal(f"episode {key} is not committed; there is nothing to repair")
+            receipts = {str(episode.committed["path"]): episode.committed}
+            for camera_file in episode.committed.get("files") or ():
+                receipts[str(camera_file["path"])] = camera_file
+            files = entry.get("files")
+            if not isinstance(files, list) or not files:
+                raise _Illegal(f"episode {key}: a repair lists no restored file")
+            for restored in files:
+                path = restored.get("path") if isinstance(restored, dict) else None
+                receipt = receipts.get(str(path))
+                if receipt is None:
+                    raise _Illegal(f"episode {key}: {path!r} is not one of its committed files")
+                if (restored.get("bytes"), restored.get("sha256")) != (
+                    receipt["bytes"], receipt["sha256"]
+                ):
+                    raise _Illegal(
+                        f"episode {key}: restored {path} differs from its committed receipt"
+                    )
 
     def _accepts(self, event_type: str) -> bool:
         # Facts are recorded only for events the machine will accept; the machine
@@ -529,6 +562,15 @@ class Folder:
     def _count_done(self, ep: EpisodeState) -> None:
         self.state.episodes_done += 1
         self.state.episodes_accepted += bool(ep.accepted)
+
+
+def _repaired_key(entry: object) -> tuple[int, int]:
+    if not isinstance(entry, dict):
+        raise _Illegal("a repaired episode must be an object")
+    b, j = entry.get("batch_index"), entry.get("episode_index")
+    if type(b) is not int or type(j) is not int:
+        raise _Illegal("a repaired episode needs integer batch_index and episode_index")
+    return b, j
 
 
 def fold(run_id: str, events: Iterable[EventLike]) -> RunState:

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import structlog
 
@@ -140,6 +140,15 @@ def write_bytes_atomic(path: Path, data: bytes, *, fence: Fence | None = None) -
     checked once more after the rename and taken back if the lease was lost in between, so
     even a process frozen between the check and the rename leaves nothing behind.
     """
+    write_stream_atomic(path, lambda handle: handle.write(data), fence=fence)
+
+
+def write_stream_atomic(
+    path: Path, produce: Callable[[BinaryIO], object], *, fence: Fence | None = None
+) -> None:
+    """:func:`write_bytes_atomic` for content that ``produce`` writes to the open temporary
+    file in pieces (a report as long as the history, never held whole); if ``produce``
+    raises, nothing is published and ``path`` keeps its old content."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(
@@ -148,7 +157,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, fence: Fence | None = None) -
     new_file = not path.exists()
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            produce(handle)
             handle.flush()
             os.fsync(handle.fileno())
         if fence is not None:

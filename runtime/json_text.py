@@ -12,7 +12,9 @@ handed to ``json.dumps`` whole, so the output never differs from the standard li
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
+from types import GeneratorType
 from typing import Any
 
 _INFINITY = float("inf")
@@ -32,6 +34,66 @@ def indented_json(value: Any) -> str:
     except (_Fallback, RecursionError):
         return json.dumps(value, sort_keys=True, indent=2, allow_nan=False)
     return "".join(parts)
+
+
+class NotPlainJSON(ValueError):
+    """The streamed value holds something only ``json.dumps`` encodes exactly (or nothing
+    does): the caller encodes the whole value the ordinary way instead."""
+
+
+_FLUSH_PARTS = 16384
+
+
+class _Sink(list):
+    """The parts of a streamed text, handed to ``write`` between the items of a generator
+    once there are enough of them (so adding a part stays a plain ``list.append``)."""
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        super().__init__()
+        self.write = write
+
+    def flush(self) -> None:
+        if self:
+            self.write("".join(self))
+            self.clear()
+
+
+def stream_indented_json(value: Any, write: Callable[[str], object]) -> None:
+    """The text of :func:`indented_json` passed to ``write`` in pieces, where ``value`` may
+    hold generators standing for lists (encoded as the list of what they yield), so a
+    report as long as the history is encoded with memory bounded by a piece.
+
+    Raises NotPlainJSON (after part of the text was written) where :func:`indented_json`
+    would hand the value to ``json.dumps``."""
+    sink = _Sink(write)
+    try:
+        _encode(value, "", sink.append)
+    except (_Fallback, RecursionError) as exc:
+        raise NotPlainJSON("the value needs json.dumps") from exc
+    sink.flush()
+
+
+def _encode_stream(value: Any, indent: str, add: Any) -> None:
+    """A generator as a list, consumed once (flushing a streamed text between items)."""
+    sink = getattr(add, "__self__", None)
+    flush = sink.flush if isinstance(sink, _Sink) else None
+    first = next(value, _END)
+    if first is _END:
+        add("[]")
+        return
+    inner = indent + "  "
+    separator = ",\n" + inner
+    add("[\n" + inner)
+    _encode(first, inner, add)
+    for item in value:
+        add(separator)
+        _encode(item, inner, add)
+        if flush is not None and len(sink) >= _FLUSH_PARTS:  # type: ignore[arg-type]
+            flush()
+    add("\n" + indent + "]")
+
+
+_END = object()
 
 
 def _encode(value: Any, indent: str, add: Any) -> None:
@@ -78,5 +140,7 @@ def _encode(value: Any, indent: str, add: Any) -> None:
             add(": ")
             _encode(value[key], inner, add)
         add("\n" + indent + "}")
+    elif kind is GeneratorType:
+        _encode_stream(value, indent, add)
     else:
         raise _Fallback

@@ -17,8 +17,7 @@ continues from the phase that was interrupted:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -26,17 +25,34 @@ import structlog
 from domain.errors import AssetcastInputError
 from runtime.collection import (
     CollectionResult,
-    collect,
     end_session,
     refuse_bad_collection_input,
     run_collection,
 )
+from runtime.collection.collect_prepared import collect_verified
 from runtime.collection.executors.options import ExecutorOptions
-from runtime.collection.plan import CollectionRefused, plan_from_state
+from runtime.collection.plan import plan_from_state
 from runtime.collection.recordings import verify_committed
-from runtime.collection.repair import RestoredEpisode, repair_committed
+from runtime.collection.repair_scan import scan_committed
+from runtime.collection.repair_session import RepairResult, repair_run, repair_under_lease
+from runtime.run_inputs import (
+    RunDataAltered,
+    VerifiedInputs,
+    verified_or_check,
+    verify_run_inputs,
+)
 from runtime.session import CollectorSession
 from store.records import NewEvent
+
+__all__ = [
+    "NothingToResume",
+    "RepairResult",
+    "RunDataAltered",
+    "VerifiedInputs",
+    "repair_run",
+    "resume",
+    "verify_run_inputs",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -49,37 +65,7 @@ def _phase(state: Any) -> str:
     return state.failed_from if state.state == "failed" else state.state
 
 
-@dataclass(frozen=True)
-class RepairResult:
-    run_id: str
-    restored: tuple[RestoredEpisode, ...]
-
-
-def repair_run(
-    run_id: str, *, store: Any, environment_factory: Any = None
-) -> RepairResult:
-    """Re-run every committed episode whose file is missing or corrupt and restore its files
-    if the re-run reproduces the logged SHA-256s (else ``RepairRefused`` naming the episode;
-    nothing of that episode is written). Under the run's lease; the log is not changed.
-    Refuses a broken chain or altered deployments/snapshots first, like resume."""
-    store.require_intact_chain(run_id)
-    _require_intact_inputs(run_id, store)
-    session = CollectorSession.open(store, run_id)
-    try:
-        state = store.state(run_id)
-        try:
-            plan = plan_from_state(run_id, state)
-        except CollectionRefused:  # nothing was ever materialized: nothing committed
-            restored: tuple[RestoredEpisode, ...] = ()
-        else:
-            restored = repair_committed(
-                plan, fence=session, environment_factory=environment_factory
-            )
-    except BaseException as error:
-        end_session(session, error)
-        raise
-    end_session(session, None)
-    return RepairResult(run_id, restored)
+Repaired = Callable[[RepairResult], None]
 
 
 def resume(
@@ -88,85 +74,85 @@ def resume(
     store: Any,
     providers_by_role: Mapping[str, Any] | None = None,
     repair: bool = False,
+    verified: VerifiedInputs | None = None,
+    on_repaired: Repaired | None = None,
     **collect_kwargs: Any,
 ) -> Any:
     """Continue ``run_id``; returns a ``CollectionResult`` (or a ``PreparationResult`` when the
     run's goal was only ``prepare``). ``collect_kwargs`` are those of ``collect``.
 
-    ``repair``: first :func:`repair_run`; a completed run then returns its ``RepairResult``.
     A run whose hash chain does not verify is refused (``ChainBroken``) before anything
-    is appended."""
-    if repair:
-        repaired = repair_run(
-            run_id, store=store, environment_factory=collect_kwargs.get("environment_factory")
-        )
-        if store.state(run_id).state == "completed":
-            return repaired
-    store.require_intact_chain(run_id)
-    _require_intact_inputs(run_id, store)
+    is appended, and one whose deployments or snapshots changed (``RunDataAltered``); a
+    caller that just ran :func:`verify_run_inputs` hands its result as ``verified``.
+
+    ``repair``: damaged committed files are first restored and recorded, as by
+    :func:`repair_run`, in the same session that then continues the run; a completed run
+    returns its ``RepairResult``. ``on_repaired`` is told what was restored as soon as it
+    is recorded. Each check runs once: the repair's scan hashes every committed file, so
+    the collection that follows does not verify them again."""
+    verified = verified_or_check(run_id, store, verified)
     options = ExecutorOptions(
         collect_kwargs.get("workers", 1), collect_kwargs.get("ray_address"),
         collect_kwargs.get("episode_deadline_s"),
     ).check()
+    if repair and store.state(run_id).state == "completed":
+        repaired = repair_run(
+            run_id, store=store, environment_factory=collect_kwargs.get("environment_factory"),
+            verified=verified,
+        )
+        if on_repaired is not None:
+            on_repaired(repaired)
+        return repaired
     with options.connected():  # Ray up before the lease: unreachable is exit 2
         return _resume_checked(run_id, store=store, providers_by_role=providers_by_role,
-                               **collect_kwargs)
+                               repair=repair, on_repaired=on_repaired, **collect_kwargs)
 
 
 def _resume_checked(
     run_id: str, *, store: Any, providers_by_role: Mapping[str, Any] | None,
-    **collect_kwargs: Any,
+    repair: bool, on_repaired: Repaired | None, **collect_kwargs: Any,
 ) -> Any:
     state = store.state(run_id)
     goal = state.goal
     if state.state == "completed":
         raise NothingToResume(f"run {run_id} is already completed")
     phase = _phase(state)
+    if repair and phase != "collecting" and on_repaired is not None:
+        on_repaired(RepairResult(run_id, ()))  # nothing was collected: nothing committed
     if phase == "preparing":
         from runtime.prepare import resume_preparation
 
         prepared = resume_preparation(run_id, store=store, providers_by_role=providers_by_role)
         if goal != "run":
             return prepared
-        return collect(run_id, store=store, **collect_kwargs)
+        return collect_verified(run_id, store=store, **collect_kwargs)
     if state.state == "prepared":
         if goal != "run":
             raise NothingToResume(
                 f"run {run_id} is already prepared, which is all its goal "
                 f"'{goal}' asked for; use collect to collect it"
             )
-        return collect(run_id, store=store, **collect_kwargs)
+        return collect_verified(run_id, store=store, **collect_kwargs)
     if phase not in ("prepared", "collecting"):
         raise NothingToResume(f"run {run_id} is {state.state} and cannot be resumed")
-    return _resume_collection(run_id, store=store, **collect_kwargs)
+    return _resume_collection(
+        run_id, store=store, repair=repair and phase == "collecting", on_repaired=on_repaired,
+        **collect_kwargs,
+    )
 
 
-class RunDataAltered(AssetcastInputError):
-    """A deployment or cache snapshot differs from the digests in the run's log."""
-
-
-def _require_intact_inputs(run_id: str, store: Any) -> None:
-    """Deployments and cache snapshots must still match their chained digests before a
-    session builds on them (committed trajectories are checked under the lease). Only the
-    preparation prefix of the log names them, so only it is read."""
-    from runtime.verify import preparation_prefix, verify_events
-
-    events = preparation_prefix(store.iter_events(run_id))
-    result = verify_events(run_id, events, trajectories=False)
-    if result.problems:
-        more = len(result.problems) - 1
-        raise RunDataAltered(
-            f"run {run_id}: {result.problems[0]}"
-            + (f" (and {more} more problem(s))" if more else "")
-            + "; refusing to resume (see `assetcast verify`)"
-        )
-
-
-def _resume_collection(run_id: str, *, store: Any, **collect_kwargs: Any) -> Any:
-    """Failed-from-prepared or collecting/failed-from-collecting: RunResumed, then collect."""
+def _resume_collection(
+    run_id: str, *, store: Any, repair: bool, on_repaired: Repaired | None,
+    **collect_kwargs: Any,
+) -> Any:
+    """Failed-from-prepared or collecting/failed-from-collecting: (repair,) RunResumed, then
+    collect, all in one session."""
     session = CollectorSession.open(store, run_id)
     try:
-        result = _resume_under_lease(run_id, store=store, session=session, **collect_kwargs)
+        result = _resume_under_lease(
+            run_id, store=store, session=session, repair=repair, on_repaired=on_repaired,
+            **collect_kwargs,
+        )
     except BaseException as error:
         end_session(session, error)
         raise
@@ -175,7 +161,8 @@ def _resume_collection(run_id: str, *, store: Any, **collect_kwargs: Any) -> Any
 
 
 def _resume_under_lease(
-    run_id: str, *, store: Any, session: CollectorSession, **collect_kwargs: Any
+    run_id: str, *, store: Any, session: CollectorSession, repair: bool,
+    on_repaired: Repaired | None, **collect_kwargs: Any,
 ) -> Any:
     # Re-read under the lease: the run may have moved on while we waited for it.
     state = store.state(run_id)
@@ -185,8 +172,11 @@ def _resume_under_lease(
     plan = plan_from_state(
         run_id, state, episodes_per_batch=collect_kwargs.get("episodes_per_batch")
     )
-    verify_committed(run_id, plan.output_dir, plan.committed())
-    # Bad input is refused before RunResumed: exit 2 must mean nothing was recorded.
+    scan = scan_committed(plan) if repair else None
+    if scan is None:
+        verify_committed(run_id, plan.output_dir, plan.committed())
+    # Bad input is refused before the repair and RunResumed: exit 2 must mean nothing was
+    # recorded.
     ExecutorOptions(
         collect_kwargs.get("workers", 1), collect_kwargs.get("ray_address")
     ).check()
@@ -196,6 +186,16 @@ def _resume_under_lease(
         collect_kwargs.get("final_checks"),
         collect_kwargs.get("environment_factory"),
     )
+    if scan is not None:
+        # Every committed file was hashed by the scan and is intact or restored now.
+        repaired = repair_under_lease(
+            plan, store=store, session=session, version=state.version,
+            environment_factory=collect_kwargs.get("environment_factory"), scan=scan,
+        )
+        if on_repaired is not None:
+            on_repaired(repaired)
+        if repaired.seq is not None:
+            state = store.state(run_id)
     from_state, to_state = state.state, phase
     if from_state != "prepared":  # prepared->prepared is not a transition; nothing to record
         store.append(

@@ -39,7 +39,13 @@ from domain.state_codec import (
 )
 from store.gc_pause import gc_paused
 from store.leases import Lease
-from store.projections.incremental import Projector, snapshotted
+from store.projections.incremental import (
+    ChunkedProjector,
+    ChunkLoader,
+    ChunkMissing,
+    Projector,
+    snapshotted,
+)
 from store.records import NewEvent, RecordedEvent, RunSummary, utcnow
 from store.snapshots import (
     CHAIN_KIND,
@@ -156,6 +162,10 @@ class StoreCore:
     def _drop_snapshots(self, run_id: str, kinds: Sequence[str]) -> None:
         """Delete the run's snapshots of ``kinds`` (absent ones are no error)."""
 
+    def _drop_snapshot_prefix(self, run_id: str, prefix: str) -> None:
+        """Delete the run's snapshots whose kind starts with ``prefix`` (a chunked
+        projection's chunks, before it is rebuilt)."""
+
     def run_ids(self) -> list[str]:
         return [summary.run_id for summary in self.list_runs()]
 
@@ -248,20 +258,63 @@ class StoreCore:
             return None
         return folder
 
-    def project(self, run_id: str, kind: str) -> Projector:
+    def project(self, run_id: str, kind: str, *, lazy: bool = False) -> Projector:
         """The snapshotted projection ``kind`` of the run, current to the end of its log:
         latest trusted snapshot + the tail, or the whole log streamed when there is none
-        (the cyclic GC paused: the states are acyclic and may be huge, ``store.gc_pause``)."""
+        (the cyclic GC paused: the states are acyclic and may be huge, ``store.gc_pause``).
+
+        A chunked projection (``ChunkedProjector``) is returned with every chunk resident,
+        or with ``lazy`` with only the chunks the tail touched: its answer then loads the
+        others as it is walked, and may raise ``ChunkMissing`` (call again without the
+        snapshot: :meth:`fold_projection`)."""
         with gc_paused():
-            projector = self._projector_at_snapshot(run_id, kind)
-            for event in self.iter_events(run_id, after_seq=projector.seq):
+            try:
+                projector = self._projector_at_snapshot(run_id, kind)
+                for event in self.iter_events(run_id, after_seq=projector.seq):
+                    projector.apply(event)
+                if isinstance(projector, ChunkedProjector) and not lazy:
+                    projector.load_all()
+            except ChunkMissing as exc:
+                log.warning("snapshot_ignored", run_id=run_id, kind=kind, reason=str(exc))
+                projector = self.fold_projection(run_id, kind)
+        if projector.seq == 0:
+            raise self._unknown_run(run_id)
+        return projector
+
+    def fold_projection(self, run_id: str, kind: str) -> Projector:
+        """The projection ``kind`` folded from the whole log, ignoring every snapshot."""
+        projector = self._fresh(run_id, kind)
+        with gc_paused():
+            for event in self.iter_events(run_id):
                 projector.apply(event)
         if projector.seq == 0:
             raise self._unknown_run(run_id)
         return projector
 
+    def _chunk_loader(self, run_id: str, kind: str, version: int) -> ChunkLoader:
+        """Loads a chunk of the run's ``kind`` snapshot: only the row its head names (same
+        seq and body digest) that passes the snapshot checks itself."""
+        digests: dict[int, str | None] = {}
+
+        def digest_at(seq: int) -> str | None:
+            if seq not in digests:
+                digests[seq] = self._event_digest(run_id, seq)
+            return digests[seq]
+
+        def load(name: str, seq: int, sha256: str) -> Any:
+            record = self._snapshot(run_id, f"{kind}/{name}")
+            if record is None or record.seq != seq or record.body_sha256 != sha256:
+                raise ChunkMissing(f"{kind} chunk {name} is not the one its head names")
+            body = trusted_body(record, version=version, digest_at=digest_at)
+            if body is None:
+                raise ChunkMissing(f"{kind} chunk {name} is not trusted")
+            return body
+
+        return load
+
     def _projector_at_snapshot(self, run_id: str, kind: str) -> Projector:
         cls = snapshotted()[kind]
+        projector = cls()
         found = self._trusted(run_id, kind, cls.VERSION)
         if found is not None:
             seq, body = found
@@ -269,10 +322,64 @@ class StoreCore:
                 projector = cls.restore(body)
                 if projector.seq != seq:
                     raise ValueError(f"body is at seq {projector.seq}, row at {seq}")
-                return projector
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 log.warning("snapshot_ignored", run_id=run_id, kind=kind, reason=str(exc))
-        return cls()
+                projector = cls()
+        if isinstance(projector, ChunkedProjector):
+            projector.loader = self._chunk_loader(run_id, kind, cls.VERSION)
+        return projector
+
+    def _fresh(self, run_id: str, kind: str) -> Projector:
+        projector = snapshotted()[kind]()
+        if isinstance(projector, ChunkedProjector):
+            projector.loader = self._chunk_loader(run_id, kind, projector.VERSION)
+        return projector
+
+    def _projection_records(
+        self, run_id: str, kind: str, projector: Projector, digest: str
+    ) -> list[SnapshotRecord]:
+        """The rows of ``projector``'s snapshot at its seq: for a chunked one, the chunks
+        changed since its last snapshot, then the head naming every chunk (the clean chunks
+        are evicted from memory: they are stored)."""
+        version = snapshotted()[kind].VERSION
+        records = []
+        with gc_paused():
+            if isinstance(projector, ChunkedProjector):
+                for name, body in projector.dirty_chunks():
+                    record = make_record(
+                        run_id, f"{kind}/{name}", projector.seq, version, digest, body
+                    )
+                    projector.chunk_stored(name, record.seq, record.body_sha256)
+                    records.append(record)
+                projector.evict()
+            records.append(
+                make_record(run_id, kind, projector.seq, version, digest, projector.dump())
+            )
+        return records
+
+    def _live_projector(self, run_id: str, kind: str, before: int) -> Projector:
+        """The run's projection ``kind`` at seq ``before``: the writer's live one when it is
+        there, else the stored snapshot + the events up to ``before``."""
+        projector = self._live.get(run_id, {}).get(kind)
+        if projector is not None and projector.seq == before:
+            return projector
+        try:
+            projector = (
+                self._projector_at_snapshot(run_id, kind) if before else self._fresh(run_id, kind)
+            )
+            if projector.seq < before:
+                for event in self.iter_events(run_id, after_seq=projector.seq):
+                    if event.seq > before:
+                        break
+                    projector.apply(event)
+        except ChunkMissing as exc:
+            log.warning("snapshot_ignored", run_id=run_id, kind=kind, reason=str(exc))
+            projector = self._fresh(run_id, kind)
+            for event in self.iter_events(run_id):
+                if event.seq > before:
+                    break
+                projector.apply(event)
+        return projector
 
     def _snapshot_records(
         self, run_id: str, folder: Folder, prepared: Sequence[PreparedEvent], now: datetime
@@ -294,22 +401,17 @@ class StoreCore:
                             anchor_body(anchor))
             )
         live = self._live.setdefault(run_id, {})
-        for kind, cls in snapshotted().items():
-            projector = live.get(kind)
-            if projector is None or projector.seq != before:
-                projector = self._projector_at_snapshot(run_id, kind) if before else cls()
-                if projector.seq < before:
-                    for event in self.iter_events(run_id, after_seq=projector.seq):
-                        if event.seq > before:
-                            break
-                        projector.apply(event)
-            _advance(projector, run_id, prepared, now)
+        for kind in snapshotted():
+            projector = self._live_projector(run_id, kind, before)
+            try:
+                _advance(projector, run_id, prepared, now)
+            except ChunkMissing as exc:  # an evicted chunk whose row is gone: start over
+                log.warning("snapshot_ignored", run_id=run_id, kind=kind, reason=str(exc))
+                live.pop(kind, None)
+                projector = self.fold_projection(run_id, kind)
+                _advance(projector, run_id, prepared, now)
             live[kind] = projector  # ahead of the log until the write commits (dropped if not)
-            with gc_paused():
-                body = projector.dump()
-                records.append(
-                    make_record(run_id, kind, projector.seq, cls.VERSION, digest, body)
-                )
+            records += self._projection_records(run_id, kind, projector, digest)
         return records
 
     def _segment_verifies(self, run_id: str, before: int, previous: str) -> bool:
@@ -362,10 +464,10 @@ class StoreCore:
                     encode_state(folder.state),
                 )
             ]
-            records += [
-                make_record(run_id, kind, last[0], snapshotted()[kind].VERSION, digest, p.dump())
-                for kind, p in projectors.items()
-            ]
+            for kind, projector in projectors.items():
+                records += self._projection_records(run_id, kind, projector, digest)
+                if isinstance(projector, ChunkedProjector):
+                    self._drop_snapshot_prefix(run_id, f"{kind}/")
             chain = self.verify_chain(run_id)
             if chain.ok and chain.events == last[0]:
                 anchor = ChainAnchor(last[0], chain.head, last[1])
@@ -495,9 +597,17 @@ class StoreCore:
             self._folds[run_id] = folder
             self._heads[run_id] = prepared[-1].hash
             if not snapshots:
-                for projector in self._live.get(run_id, {}).values():
+                live = self._live.get(run_id, {})
+                for kind, projector in list(live.items()):
                     if projector.seq == expected_version:
-                        _advance(projector, run_id, prepared, now)
+                        try:
+                            _advance(projector, run_id, prepared, now)
+                        except Exception as exc:  # noqa: BLE001 - a cache; the events are in
+                            # (e.g. an evicted chunk whose row is gone): rebuilt at the next
+                            # boundary from the stored snapshot + tail
+                            log.warning("live_projection_dropped", run_id=run_id, kind=kind,
+                                        error=str(exc))
+                            live.pop(kind)
             return folder.state.version
 
     # -- the hash chain ---------------------------------------------------------------

@@ -307,6 +307,14 @@ class EventStore(StoreCore):
                 snapshots_table.delete().where(_S.run_id == run_id, _S.kind.in_(list(kinds)))
             )
 
+    def _drop_snapshot_prefix(self, run_id: str, prefix: str) -> None:
+        with self._write_conn() as conn, conn.begin():
+            conn.execute(
+                snapshots_table.delete().where(
+                    _S.run_id == run_id, _S.kind.startswith(prefix, autoescape=True)
+                )
+            )
+
     def _run_exists(self, run_id: str) -> bool:
         with self.engine.connect() as conn:
             found = conn.execute(sa.select(_R.run_id).where(_R.run_id == run_id)).first()

@@ -104,6 +104,11 @@ class InMemoryEventStore(StoreCore):
             for kind in kinds:
                 self._snapshots.pop((run_id, kind), None)
 
+    def _drop_snapshot_prefix(self, run_id: str, prefix: str) -> None:
+        with self._lock:
+            for key in [k for k in self._snapshots if k[0] == run_id and k[1].startswith(prefix)]:
+                del self._snapshots[key]
+
     def list_runs(self) -> list[RunSummary]:
         with self._lock:
             return [

@@ -4,6 +4,8 @@ only command that changes a database without recording a run, so it gets its own
 from __future__ import annotations
 
 import argparse
+from collections import Counter
+from collections.abc import Iterable
 
 from runtime.cli.exit_codes import EXIT_OK, UsageError
 from runtime.cli.output import out
@@ -28,6 +30,20 @@ def cmd_db(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _kinds(kinds: Iterable[str]) -> str:
+    """The kinds written, a chunked projection's chunks (``kind/chunk``) counted, not listed."""
+    chunks: Counter[str] = Counter()
+    heads = set()
+    for kind in kinds:
+        head, _, chunk = kind.partition("/")
+        heads.add(head)
+        if chunk:
+            chunks[head] += 1
+    return ", ".join(
+        f"{kind} ({chunks[kind]} chunks)" if chunks[kind] else kind for kind in sorted(heads)
+    )
+
+
 def _rebuild_snapshots(args: argparse.Namespace, shown_url: str, run_ids: list[str]) -> int:
     """Recompute every snapshot from the log alone (they are a cache: this never changes what
     a run is, only how fast it loads)."""
@@ -38,7 +54,7 @@ def _rebuild_snapshots(args: argparse.Namespace, shown_url: str, run_ids: list[s
     runs = sorted({r.run_id for r in records})
     for run_id in runs:
         at = max(r.seq for r in records if r.run_id == run_id)
-        kinds = sorted(r.kind for r in records if r.run_id == run_id)
-        out(f"{run_id}: snapshots at seq {at} ({', '.join(kinds)})")
+        kinds = _kinds(r.kind for r in records if r.run_id == run_id)
+        out(f"{run_id}: snapshots at seq {at} ({kinds})")
     out(f"{shown_url}: rebuilt snapshots of {len(runs)} run(s)")
     return EXIT_OK

@@ -108,11 +108,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     digest = _project(store, args.run_id, "digest")
     if args.json:
         # The full report is as long as the run's episode list: its snapshot + the tail.
-        kind = "collection_report" if digest.collection_started else "preparation_report"
+        if digest.collection_started:  # streamed from its snapshot chunks + the tail
+            from runtime.collection.results import print_report
+
+            print_report(store, args.run_id, sys.stdout.write)
+            return EXIT_OK
         from store.gc_pause import gc_paused
 
         with gc_paused():
-            sys.stdout.write(report_text(store.project(args.run_id, kind).report()))
+            sys.stdout.write(report_text(store.project(args.run_id, "preparation_report").report()))
         return EXIT_OK
     s = digest.summary(args.run_id)
     for label, key in [
@@ -275,12 +279,26 @@ def cmd_forensics(args: argparse.Namespace) -> int:
     for t in report["lease_takeovers"]:
         out(f"lease taken over #{t['seq']}: {t['previous_owner']} (pid {t['previous_pid']}) "
             f"-> {t['owner']} (pid {t['pid']})")
+    for r in report.get("repairs", ()):
+        for episode in r["episodes"]:
+            for f in episode["files"]:
+                found = f["found"]
+                was = "missing" if found is None else (
+                    f"{found['bytes']} bytes, SHA-256 {found['sha256']}"
+                )
+                out(f"repaired #{r['seq']} by session {r['session_id']}: batch "
+                    f"{episode['batch_index']} episode {episode['episode_index']} {f['what']} "
+                    f"{f['path']} (was {was}; re-run with seed {episode['seed']} from "
+                    f"{episode['deployment_path']})")
     return EXIT_OK
 
 
-def _verify_one(store: Any, run_id: str, noted_head: str | None) -> bool:
+def _verify_one(
+    store: Any, run_id: str, noted_head: str | None, events: list[Any] | None = None
+) -> bool:
     """Chain first (it says whether the log itself can be trusted), then the files the log
-    names, checked against the digests the chain carries."""
+    names, checked against the digests the chain carries (``events``: the log, if the
+    caller already read it)."""
     from domain.errors import AssetcastError
     from runtime.verify import verify_events
 
@@ -289,7 +307,8 @@ def _verify_one(store: Any, run_id: str, noted_head: str | None) -> bool:
     for note in chain.notes:
         out(f"note: {note}")
     try:
-        events = read_run(store, run_id, chain_notice=False)
+        if events is None:
+            events = read_run(store, run_id, chain_notice=False)
         result = verify_events(run_id, events)
         problems.extend(result.problems)
         counts = (
@@ -315,18 +334,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 "--all: give either RUN (optionally with --head / --dataset) or --all"
             )
         run_ids = [entry.run_id for entry in store.list_runs()]
+        logs: dict[str, list[Any]] = {}
     else:
         if args.run_id is None:
             raise UsageError("RUN: required unless --all is given")
         if args.head is not None and not _is_hash(args.head):
             raise UsageError(f"--head {args.head!r}: expected 64 hexadecimal characters")
-        read_run(store, args.run_id, chain_notice=False)  # an unknown run is bad input
+        # an unknown run is bad input; the log read here is the one verified below
+        logs = {args.run_id: read_run(store, args.run_id, chain_notice=False)}
         run_ids = [args.run_id]
         if getattr(args, "dataset", None):
             from runtime.cli.dataset_commands import require_datasets
 
             require_datasets(args.dataset)  # a path that is no dataset is bad input
-    results = [_verify_one(store, run_id, args.head) for run_id in run_ids]
+    results = [
+        _verify_one(store, run_id, args.head, logs.pop(run_id, None)) for run_id in run_ids
+    ]
     if getattr(args, "dataset", None):
         from runtime.cli.dataset_commands import verify_run_datasets
 

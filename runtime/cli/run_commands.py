@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -22,6 +22,7 @@ from runtime.cli.output import out, out_block
 from runtime.cli.store_access import open_for_writing, open_store, read_run, require_run
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 # CollectionConfig field -> the flag that sets it (for error messages and parsing).
 CONFIG_FLAGS: dict[str, str] = {
@@ -203,38 +204,40 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.cli.dataset_commands import dataset_specs
-    from runtime.resume import resume
+    from runtime.resume import resume, verify_run_inputs
 
     datasets = dataset_specs(args.dataset)
     executor = executor_options(args)
     apply_render_backend(args)
     store = open_for_writing(args)
-    require_intact_chain(store, args.run_id)
+    # The chain and the inputs are checked here once; resume (and its repair) trust this.
+    verified = checked_before_folding(store, args.run_id, verify_run_inputs)
     args.run_start_version = require_run(store, args.run_id)
-    if args.repair:
-        from runtime.resume import repair_run
-
-        repaired = repair_run(args.run_id, store=store)
-        for episode in repaired.restored:
-            for path in episode.paths:
-                out(
-                    f"restored batch {episode.batch_index} episode {episode.episode_index}: "
-                    f"{path} (SHA-256 as logged)"
-                )
-        if not repaired.restored:
-            out(f"run {args.run_id}: every committed file is intact; nothing to repair")
-        if store.state(args.run_id).state == "completed":
-            return EXIT_OK
     result = resume(
         args.run_id, store=store, progress=not args.no_progress, datasets=datasets,
         **executor,
         keep_rejected=args.keep_rejected,
+        repair=args.repair,
+        verified=verified,
+        on_repaired=_print_repaired,
     )
     if hasattr(result, "batches"):
         _print_collected(result)
     elif hasattr(result, "deployments"):
         _print_prepared(result, store)
     return EXIT_OK
+
+
+def _print_repaired(repaired: Any) -> None:
+    """What ``--repair`` restored, said once its `CommittedFilesRepaired` is in the log."""
+    for episode in repaired.restored:
+        for path in episode.paths:
+            out(
+                f"restored batch {episode.batch_index} episode {episode.episode_index}: "
+                f"{path} (SHA-256 as logged)"
+            )
+    if not repaired.restored:
+        out(f"run {repaired.run_id}: every committed file is intact; nothing to repair")
 
 
 def executor_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -252,12 +255,19 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
 def require_intact_chain(store: Any, run_id: str) -> None:
     """Refuse (exit 2) to continue a run whose chain is broken, before even folding its log
     (a removed event would otherwise surface as a confusing fold error)."""
+    checked_before_folding(store, run_id, lambda run, s: s.require_intact_chain(run))
+
+
+def checked_before_folding(store: Any, run_id: str, check: Callable[[str, Any], T]) -> T:
+    """``check(run_id, store)`` (one that starts with the chain), an unknown run refused as
+    every command refuses one."""
     from domain.errors import UnknownRun
 
     try:
-        store.require_intact_chain(run_id)
+        return check(run_id, store)
     except UnknownRun:
         require_run(store, run_id)
+        raise
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -15,18 +15,52 @@ returns), ``environment`` (the environment factory), ``progress``, ``demo_run`` 
 prepared demo run for tests and benchmarks), and ``executors/`` (where episodes run).
 """
 
-from runtime.collection.collect_prepared import collect, end_session
-from runtime.collection.environment import EnvironmentFactory, default_environment_factory
-from runtime.collection.plan import CollectionRefused
-from runtime.collection.refusals import refuse_bad_collection_input
-from runtime.collection.results import (
-    REPORT_NAME,
-    BatchOutcome,
-    CollectionResult,
-    EpisodeOutcome,
-)
-from runtime.collection.session_ledger import LEDGER_PIPELINE_DEPTH
-from runtime.collection.session_run import run_collection
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Loaded on first use (PEP 562): a command that needs one small module of the package
+# (``verify`` reads ``recordings``) must not import the driver, the task model and the
+# executors with it.
+_EXPORTS = {
+    "LEDGER_PIPELINE_DEPTH": "runtime.collection.session_ledger",
+    "collect": "runtime.collection.collect_prepared",
+    "end_session": "runtime.collection.collect_prepared",
+    "run_collection": "runtime.collection.session_run",
+    "EnvironmentFactory": "runtime.collection.environment",
+    "default_environment_factory": "runtime.collection.environment",
+    "CollectionRefused": "runtime.collection.plan",
+    "refuse_bad_collection_input": "runtime.collection.refusals",
+    "REPORT_NAME": "runtime.collection.results",
+    "BatchOutcome": "runtime.collection.results",
+    "CollectionResult": "runtime.collection.results",
+    "EpisodeOutcome": "runtime.collection.results",
+}
+
+if TYPE_CHECKING:
+    from runtime.collection.collect_prepared import collect, end_session
+    from runtime.collection.environment import EnvironmentFactory, default_environment_factory
+    from runtime.collection.plan import CollectionRefused
+    from runtime.collection.refusals import refuse_bad_collection_input
+    from runtime.collection.results import (
+        REPORT_NAME,
+        BatchOutcome,
+        CollectionResult,
+        EpisodeOutcome,
+    )
+    from runtime.collection.session_ledger import LEDGER_PIPELINE_DEPTH
+    from runtime.collection.session_run import run_collection
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "LEDGER_PIPELINE_DEPTH",

@@ -65,7 +65,7 @@ def collect(
     options = ExecutorOptions(workers, ray_address, episode_deadline_s).check()
     store.require_intact_chain(run_id)
     with options.connected():  # Ray up before the lease: unreachable is exit 2 too
-        return _collect_prepared(
+        return collect_verified(
             run_id,
             store=store,
             initial_checks=initial_checks,
@@ -81,7 +81,10 @@ def collect(
         )
 
 
-def _collect_prepared(run_id: str, *, store: Any, **collect_kwargs: Any) -> CollectionResult:
+def collect_verified(run_id: str, *, store: Any, **collect_kwargs: Any) -> CollectionResult:
+    """:func:`collect` for a caller that already verified the chain and brought the executor
+    up (resume, right after finishing the preparation it checked): the lease, then the
+    session."""
     session = CollectorSession.open(store, run_id)
     try:
         state = store.state(run_id)

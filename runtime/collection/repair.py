@@ -7,13 +7,21 @@ its `TrajectoryCommitted` recorded, every one of them, or nothing is restored an
 repair stops naming the episode (`RepairRefused`): a file that differs is not the episode
 the log vouches for (the deployment, an asset, the simulator or a plugin changed).
 
-Restored files are written like the originals (temp -> fsync -> fence check -> rename ->
-directory fsync) under the run's lease. The log is not touched: it already names these
-exact bytes.
+All or nothing: every damaged episode is re-run and checked, its files staged next to
+their targets (fsynced), and only then are they renamed into place (fence check, rename,
+directory fsync) under the run's lease. What was done is then recorded as one
+`CommittedFilesRepaired` event (:func:`repair_event`): which files, what was found in their
+place, and what they were rebuilt from; the event only names bytes the log already vouched
+for, so the fold checks them against the episode's receipt.
+
+Which files are damaged is :mod:`runtime.collection.repair_scan`; the repair as a session
+(lease, event) is :mod:`runtime.collection.repair_session`.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +35,13 @@ from runtime.collection.environment import EnvironmentFactory, default_environme
 from runtime.collection.executors.base import BatchWork, WorkSettings
 from runtime.collection.executors.worker import BatchWorker
 from runtime.collection.plan import CollectionPlan
-from runtime.collection.recordings import committed_files, file_problem, from_log_path
-from runtime.files import write_bytes_atomic
+from runtime.collection.recordings import committed_files
+from runtime.collection.repair_scan import RepairScan, scan_committed
+from runtime.files import fsync_directory, temp_name
 
 log = structlog.get_logger(__name__)
+
+REPAIR_EVENT = "CommittedFilesRepaired"
 
 
 class RepairRefused(AssetcastInputError):
@@ -38,21 +49,24 @@ class RepairRefused(AssetcastInputError):
 
 
 @dataclass(frozen=True)
+class RestoredFile:
+    what: str
+    path: Path
+    logged_path: str
+    bytes: int
+    sha256: str
+    found: tuple[int, str] | None
+
+
+@dataclass(frozen=True)
 class RestoredEpisode:
     batch_index: int
     episode_index: int
     paths: tuple[Path, ...]  # the files written back (the damaged ones only)
-
-
-def damaged(plan: CollectionPlan) -> dict[tuple[int, int], list[tuple[Mapping[str, Any], Path]]]:
-    """Committed episodes with a missing or corrupt file: (receipt entry, path) per file."""
-    found: dict[tuple[int, int], list[tuple[Mapping[str, Any], Path]]] = {}
-    for key, receipt in sorted(plan.committed().items()):
-        for _what, entry in committed_files(receipt):
-            path = from_log_path(plan.output_dir, str(entry["path"]))
-            if file_problem(path, entry) is not None:
-                found.setdefault(key, []).append((entry, path))
-    return found
+    seed: int = 0  # the episode's seed, which the re-run used
+    deployment_path: str = ""  # the batch's deployment the episode was re-run on
+    manifest_sha256: str = ""
+    files: tuple[RestoredFile, ...] = ()
 
 
 def _regenerated(run: Any) -> dict[str, bytes]:
@@ -87,14 +101,53 @@ def _check(run_id: str, key: tuple[int, int], receipt: Mapping[str, Any], run: A
             )
 
 
+def _episode_seed(run: Any) -> int:
+    return int(next(p["seed"] for kind, p in run.events if kind == "EpisodeStarted"))
+
+
+class _Staging:
+    """Restored bytes written and fsynced next to their targets, renamed only when every
+    damaged episode has been checked; dropped (nothing restored) otherwise."""
+
+    def __init__(self, fence: Any) -> None:
+        self.fence = fence
+        self.staged: list[tuple[Path, Path]] = []  # (temporary, target)
+
+    def stage(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(
+            prefix=temp_name(f".{path.name}.", self.fence), suffix=".tmp", dir=path.parent
+        )
+        self.staged.append((Path(temporary), path))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def publish(self) -> None:
+        self.fence.check()
+        for temporary, target in self.staged:
+            os.replace(temporary, target)
+        for directory in sorted({target.parent for _temporary, target in self.staged}):
+            fsync_directory(directory)
+        self.staged = []
+
+    def drop(self) -> None:
+        for temporary, _target in self.staged:
+            temporary.unlink(missing_ok=True)
+        self.staged = []
+
+
 def repair_committed(
     plan: CollectionPlan,
     *,
     fence: Any,
     environment_factory: EnvironmentFactory | None = None,
+    scan: RepairScan | None = None,
 ) -> tuple[RestoredEpisode, ...]:
-    """Re-run every damaged committed episode of ``plan`` and restore its damaged files."""
-    broken = damaged(plan)
+    """Re-run every damaged committed episode of ``plan`` and restore its damaged files
+    (all episodes or none). ``scan`` is :func:`scan_committed`'s result if the caller has it."""
+    broken = (scan or scan_committed(plan)).damaged
     if not broken:
         return ()
     settings = WorkSettings(
@@ -108,13 +161,14 @@ def repair_committed(
     batches = {batch.batch_index: batch for batch in plan.batches}
     committed = plan.committed()
     worker = BatchWorker(settings, name="repair")
+    staging = _Staging(fence)
     restored = []
     opened: int | None = None
     try:
-        for key, entries in broken.items():
+        for key, damages in broken.items():
             b, j = key
+            batch = batches[b]
             if opened != b:
-                batch = batches[b]
                 worker.open(
                     BatchWork(
                         batch_index=b,
@@ -129,13 +183,66 @@ def repair_committed(
             run = worker.episode(b, j)
             _check(plan.run_id, key, committed[key], run)
             regenerated = _regenerated(run)
-            for _entry, path in entries:
-                write_bytes_atomic(path, regenerated[path.name], fence=fence)
-                log.warning(
-                    "committed_file_restored", run_id=plan.run_id, batch_index=b,
-                    episode_index=j, path=str(path),
+            for damage in damages:
+                staging.stage(damage.path, regenerated[damage.path.name])
+            files = tuple(
+                RestoredFile(
+                    d.what, d.path, str(d.entry["path"]), int(d.entry["bytes"]),
+                    str(d.entry["sha256"]), d.found,
                 )
-            restored.append(RestoredEpisode(b, j, tuple(path for _entry, path in entries)))
+                for d in damages
+            )
+            restored.append(
+                RestoredEpisode(
+                    b, j, tuple(d.path for d in damages), seed=_episode_seed(run),
+                    deployment_path=str(batch.deployment_path),
+                    manifest_sha256=batch.manifest_sha256, files=files,
+                )
+            )
+        staging.publish()
     finally:
+        staging.drop()
         worker.close()
+    for episode in restored:
+        for path in episode.paths:
+            log.warning(
+                "committed_file_restored", run_id=plan.run_id, batch_index=episode.batch_index,
+                episode_index=episode.episode_index, path=str(path),
+            )
     return tuple(restored)
+
+
+def repair_event(
+    identity: Mapping[str, Any], restored: tuple[RestoredEpisode, ...]
+) -> tuple[str, dict[str, Any]]:
+    """`CommittedFilesRepaired`: the session that repaired (``identity``) and, per episode,
+    what it was rebuilt from and which files were restored over what was found."""
+    return (
+        REPAIR_EVENT,
+        {
+            **identity,
+            "episodes": [
+                {
+                    "batch_index": episode.batch_index,
+                    "episode_index": episode.episode_index,
+                    "seed": episode.seed,
+                    "deployment_path": episode.deployment_path,
+                    "manifest_sha256": episode.manifest_sha256,
+                    "files": [
+                        {
+                            "what": f.what,
+                            "path": f.logged_path,
+                            "bytes": f.bytes,
+                            "sha256": f.sha256,
+                            "found": (
+                                None if f.found is None
+                                else {"bytes": f.found[0], "sha256": f.found[1]}
+                            ),
+                        }
+                        for f in episode.files
+                    ],
+                }
+                for episode in restored
+            ],
+        },
+    )

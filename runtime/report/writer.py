@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import structlog
@@ -14,7 +15,7 @@ from runtime.report import plots
 from runtime.report.frames import episode_frames
 from runtime.report.html import render_page, thumbnail_key
 from runtime.report.thumbnails import render_thumbnails
-from store.projections.run_report import run_report
+from store.gc_pause import gc_paused
 
 log = structlog.get_logger(__name__)
 
@@ -38,6 +39,25 @@ def _snapshot_folder(recorded: str | None, output_dir: str | None) -> str | None
     return str(path)
 
 
+def _project(store: Any, run_id: str) -> tuple[dict[str, Any], list[SimpleNamespace]]:
+    """The run report and the camera receipts, from the snapshotted ``run_report`` and
+    ``forensics`` projections + their tails (not the whole log), both at the same seq (a
+    concurrent append between the two is folded into the first as well)."""
+    with gc_paused():
+        projector = store.project(run_id, "run_report")
+        forensic = store.project(run_id, "forensics")
+        for event in store.iter_events(run_id, after_seq=projector.seq):
+            if event.seq > forensic.seq:
+                break
+            projector.apply(event)
+        report = projector.report(forensic)
+        receipts = [
+            SimpleNamespace(type="TrajectoryCommitted", payload=payload)
+            for payload in projector.camera_receipts()
+        ]
+    return report, receipts
+
+
 def write_report(
     store: Any, run_id: str, out_dir: Path, *, thumbnails: bool = True
 ) -> ReportResult:
@@ -46,9 +66,8 @@ def write_report(
     Thumbnails go to ``out_dir/thumbnails/`` and are embedded in the page as well; with
     ``thumbnails=False`` (or when rendering fails) the page says why there is none.
     """
-    events = list(store.read(run_id))
-    chain = store.verify_chain(run_id)
-    report = run_report(events)
+    report, receipts = _project(store, run_id)
+    chain = store.check_chain(run_id)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn = {name: draw(report) for name, draw in plots.PLOTS.items()}
@@ -69,7 +88,9 @@ def write_report(
     else:
         thumbs = dict.fromkeys(wanted, "rendering skipped (--no-thumbnails)")
     output_dir = Path(report["output_dir"]) if report["output_dir"] else None
-    page = render_page(report, chain, drawn, thumbs, episode_frames(events, output_dir))
+    # The frame sources read the receipts naming camera files (none: nothing to load).
+    frames = episode_frames(receipts, output_dir) if receipts else {}
+    page = render_page(report, chain, drawn, thumbs, frames)
     html_path = out_dir / REPORT_NAME
     write_bytes_atomic(html_path, page.encode("utf-8"))
     rendered = sum(isinstance(v, bytes) for v in thumbs.values())

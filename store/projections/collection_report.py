@@ -14,11 +14,11 @@ resumed session that continues them closes its own environment).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from store.projections.audit import episode_key
-from store.projections.incremental import Projector
+from store.projections.episode_chunks import ChunkId, EpisodeChunk, EpisodeChunked, chunk_of
 
 COLLECTION_REPORT_SCHEMA_VERSION = 1
 
@@ -38,16 +38,18 @@ class EventLike(Protocol):
     payload: Mapping[str, Any]
 
 
-class CollectionReport(Projector):
+class CollectionReport(EpisodeChunked):
     """Accumulates the report while walking the log once, in order.
 
-    Snapshotted (``store.projections.incremental``), so the report a session writes at its
-    end costs the tail since the last snapshot. Its state is the answer's own size: the
-    batches, the sessions and one entry per episode (the report lists every done one).
+    Snapshotted (``store.projections.incremental``) as a head (status, sessions, batches:
+    small) plus chunks of ``CHUNK_EPISODES`` episodes, so a snapshot crossing a boundary
+    writes only the chunks that changed, and the report a session writes at its end costs
+    the tail since the last snapshot, streamed chunk by chunk (:meth:`report_skeleton`).
     """
 
     KIND = "collection_report"
-    VERSION = 1
+    VERSION = 3  # 3: a head + chunks (1 was the whole report in one body)
+    SUMMARY_FIELDS = 2  # accepted, attempted
 
     def __init__(self) -> None:
         super().__init__()
@@ -59,8 +61,6 @@ class CollectionReport(Projector):
         self.session: str | None = None
         self.batches: dict[int, dict[str, Any]] = {}
         self.batch_session: dict[int, str | None] = {}
-        self.attempts: dict[tuple[int, int], dict[str, Any]] = {}
-        self.done: dict[tuple[int, int], dict[str, Any]] = {}
 
     def _apply(self, event: Any) -> None:
         kind, payload = event.type, event.payload
@@ -97,11 +97,20 @@ class CollectionReport(Projector):
                 "episode_index": payload.get("episode_index"),
             }
 
+    def summary(self, chunk: EpisodeChunk) -> tuple[int, ...]:
+        """(accepted, attempted) over the chunk's done episodes."""
+        attempts = chunk.attempts
+        return sum(1 for e in chunk.done if attempts[e]["accepted"]), len(chunk.done)
+
     def _episode(self, kind: str, payload: Mapping[str, Any]) -> None:
-        key = episode_key(payload)
+        b, e = episode_key(payload)
+        cid = chunk_of(b, e)
+        chunk = self.chunk(cid, create=kind == "EpisodeStarted")
+        if chunk is None:  # a log the fold would refuse; stay total rather than crash
+            return
         if kind == "EpisodeStarted":
-            self.done.pop(key, None)
-            self.attempts[key] = {
+            chunk.done.discard(e)
+            chunk.attempts[e] = {
                 "seed": payload["seed"],
                 "initial_passed": None,
                 "initial_checks": [],
@@ -113,10 +122,12 @@ class CollectionReport(Projector):
                 "discard_reason": None,
                 "reset_submitted": False,
             }
+            self.dirty.add(cid)
             return
-        attempt = self.attempts.get(key)
-        if attempt is None:  # a log the fold would refuse; stay total rather than crash
+        attempt = chunk.attempts.get(e)
+        if attempt is None:
             return
+        self.dirty.add(cid)
         if kind == "InitialChecked":
             attempt["initial_passed"] = bool(payload["passed"])
             attempt["initial_checks"] = list(payload["checks"])
@@ -137,26 +148,22 @@ class CollectionReport(Projector):
                 "bytes": payload["bytes"],
                 "sha256": payload["sha256"],
             }
-            self.done[key] = attempt
+            chunk.done.add(e)
         elif kind == "TrajectoryDiscarded":
             attempt["discard_reason"] = payload["reason"]
-            self.done[key] = attempt
+            chunk.done.add(e)
         elif kind == "ResetSubmitted":
             attempt["reset_submitted"] = True
 
+    # -- snapshot -----------------------------------------------------------------------
     def _dump(self) -> Any:
-        # A done attempt is the same object in ``attempts`` and ``done`` (a later
-        # ResetSubmitted updates both), so it is stored once with a done flag.
         return {
             "run_id": self.run_id, "status": self.status, "error": self.error,
             "constructions": self.constructions, "sessions": list(self.sessions),
             "session": self.session,
             "batches": [[index, entry] for index, entry in self.batches.items()],
             "batch_session": [[index, owner] for index, owner in self.batch_session.items()],
-            "attempts": [
-                [b, e, attempt, self.done.get((b, e)) is attempt]
-                for (b, e), attempt in self.attempts.items()
-            ],
+            "chunks": self._dump_chunks(),
         }
 
     def _restore(self, state: Any) -> None:
@@ -167,32 +174,52 @@ class CollectionReport(Projector):
         self.session = state["session"]
         self.batches = {int(index): dict(entry) for index, entry in state["batches"]}
         self.batch_session = {int(index): owner for index, owner in state["batch_session"]}
-        self.attempts, self.done = {}, {}
-        for b, e, attempt, done in state["attempts"]:
-            key = (int(b), int(e))
-            self.attempts[key] = dict(attempt)
-            if done is True:
-                self.done[key] = self.attempts[key]
+        self._restore_chunks(state["chunks"])
 
-    def report(self) -> dict[str, Any]:
+    # -- the answer ---------------------------------------------------------------------
+    def _batch_chunks(self) -> dict[int, list[ChunkId]]:
+        by_batch: dict[int, list[ChunkId]] = {}
+        for cid in self.chunk_ids():
+            by_batch.setdefault(cid[0], []).append(cid)
+        return by_batch
+
+    def _episodes(
+        self, cids: list[ChunkId], sink: Callable[[dict[str, Any]], None] | None
+    ) -> Iterator[dict[str, Any]]:
+        """The done episodes of ``cids`` in order; a chunk not resident is loaded for the
+        walk only (memory: one chunk)."""
+        for cid in cids:
+            chunk = self.peek(cid)
+            for e in sorted(chunk.done):
+                entry = _episode_entry(e, chunk.attempts[e])
+                if sink is not None:
+                    sink(entry)
+                yield entry
+
+    def report_skeleton(
+        self, sink: Callable[[int, dict[str, Any]], None] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`report`, with each batch's ``episodes`` a generator that walks its chunks
+        when consumed (so the report can be encoded with bounded memory); ``sink(batch,
+        entry)`` sees every episode entry as it is produced. Consume it once, in order."""
+        by_batch = self._batch_chunks()
         batches = []
         accepted_total = attempted_total = 0
         for index in sorted(self.batches):
-            episodes = []
-            for (batch_index, episode_index), attempt in sorted(self.done.items()):
-                if batch_index != index:
-                    continue
-                episodes.append(_episode_entry(episode_index, attempt))
-            accepted = sum(1 for item in episodes if item["accepted"])
+            cids = by_batch.get(index, [])
+            counts = [self.chunk_summary(cid) for cid in cids]
+            accepted = sum(a for a, _ in counts)
+            attempted = sum(n for _, n in counts)
             accepted_total += accepted
-            attempted_total += len(episodes)
+            attempted_total += attempted
+            batch_sink = None if sink is None else (lambda entry, i=index: sink(i, entry))
             batches.append(
                 {
                     "batch_index": index,
                     "asset_set_id": self.batches[index]["asset_set_id"],
-                    "episodes": episodes,
+                    "episodes": self._episodes(cids, batch_sink),
                     "accepted": accepted,
-                    "attempted": len(episodes),
+                    "attempted": attempted,
                     "close_finalized": self.batches[index].get("close_finalized", False),
                 }
             )
@@ -208,6 +235,12 @@ class CollectionReport(Projector):
         }
         if self.status == "failed" and self.error is not None:
             report.update(self.error)
+        return report
+
+    def report(self) -> dict[str, Any]:
+        report = self.report_skeleton()
+        for batch in report["batches"]:
+            batch["episodes"] = list(batch["episodes"])
         return report
 
 

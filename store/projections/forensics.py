@@ -47,16 +47,20 @@ class ForensicsProjector(Projector):
     """
 
     KIND = "forensics"
-    VERSION = 2
+    VERSION = 4  # 3: repairs, 4: session_ends
 
     def __init__(self) -> None:
         super().__init__()
         self.created: dict[str, Any] | None = None
         self.sessions: list[dict[str, Any]] = []
+        # Recorded time of each session's ``last_seq`` event (the run report's session end;
+        # kept beside the sessions so the forensic report itself is unchanged).
+        self.session_ends: list[str | None] = []
         self.episodes: dict[tuple[int, int], dict[str, Any]] = {}
         self.failures: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.takeovers: list[dict[str, Any]] = []
+        self.repairs: list[dict[str, Any]] = []
         self.state: str | None = None
         self.failed_from: str | None = None
         self.running: str | None = None
@@ -83,6 +87,8 @@ class ForensicsProjector(Projector):
             self.resumes.append(_with_stamp(event))
         elif kind == "LeaseTakenOver":
             self.takeovers.append(_with_stamp(event))
+        elif kind == "CommittedFilesRepaired":
+            self.repairs.append(_with_stamp(event))
         if now is not None:
             self.state = self.running = now
         if kind == "PreparationCompleted":
@@ -127,10 +133,12 @@ class ForensicsProjector(Projector):
                 "last_seq": event.seq,
                 "in_flight": None,
             })
+            self.session_ends.append(event_time(event))
             return
         if current is None:
             return
         current["last_seq"] = event.seq
+        self.session_ends[-1] = event_time(event)
         if kind == "EnvironmentBuilt":
             current["environment_built"] = True
         elif kind == "EnvironmentClosed":
@@ -177,8 +185,10 @@ class ForensicsProjector(Projector):
             "batches": self.batches, "episodes_per_batch": self.episodes_per_batch,
             "done_per_batch": [[b, n] for b, n in sorted(self.done_per_batch.items())],
             "created": self.created, "sessions": self.sessions,
+            "session_ends": self.session_ends,
             "episodes": list(self.episodes.values()), "failures": self.failures,
-            "resumes": self.resumes, "takeovers": self.takeovers, "state": self.state,
+            "resumes": self.resumes, "takeovers": self.takeovers, "repairs": self.repairs,
+            "state": self.state,
             "failed_from": self.failed_from, "running": self.running, "count": self.count,
             "last": self.last,
         }
@@ -186,10 +196,14 @@ class ForensicsProjector(Projector):
     def _restore(self, state: Any) -> None:
         self.created = state["created"]
         self.sessions = list(state["sessions"])
+        self.session_ends = list(state["session_ends"])
+        if len(self.session_ends) != len(self.sessions):
+            raise ValueError("forensics snapshot: session_ends do not match the sessions")
         self.episodes = {(e["batch_index"], e["episode_index"]): e for e in state["episodes"]}
         self.failures = list(state["failures"])
         self.resumes = list(state["resumes"])
         self.takeovers = list(state["takeovers"])
+        self.repairs = list(state["repairs"])
         self.state, self.failed_from = state["state"], state["failed_from"]
         self.running, self.count, self.last = state["running"], state["count"], state["last"]
         self.batches, self.episodes_per_batch = state["batches"], state["episodes_per_batch"]
@@ -239,6 +253,7 @@ class ForensicsProjector(Projector):
             "failures": self.failures,
             "resumes": self.resumes,
             "lease_takeovers": self.takeovers,
+            "repairs": self.repairs,
         }
 
 

@@ -8,6 +8,7 @@ per unfinished episode), never by the number of events. ``VERSION`` is bumped wh
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Protocol
 
 
@@ -56,14 +57,61 @@ class Projector:
         raise NotImplementedError
 
 
+class ChunkMissing(Exception):
+    """A chunk the snapshot's manifest names is absent or not the one it names: the snapshot
+    is ignored and the projection is folded from the log instead."""
+
+
+ChunkLoader = Callable[[str, int, str], Any]
+"""``(chunk name, seq, body_sha256) -> body`` of a stored chunk (ChunkMissing if it is not
+exactly that one)."""
+
+
+class ChunkedProjector(Projector):
+    """A projector whose answer grows with the history (one entry per episode), snapshotted
+    as a small head plus immutable-once-complete chunks, so a snapshot costs what changed
+    since the previous one, not the whole answer.
+
+    The head (``dump``) carries a manifest ``name -> (seq, body_sha256, ...)`` of every
+    chunk, and is itself covered by its row's digest: a chunk is used only when its stored
+    row is exactly the one the trusted head names. Chunks not resident are loaded through
+    ``loader`` when an event touches them or an answer reads them; ``evict`` drops the clean
+    ones, so a long-lived writer holds the head and the chunks in progress, not the answer.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loader: ChunkLoader | None = None
+
+    def dirty_chunks(self) -> Iterator[tuple[str, Any]]:
+        """``(name, body)`` of every chunk changed since it was last stored."""
+        raise NotImplementedError
+
+    def chunk_stored(self, name: str, seq: int, sha256: str) -> None:
+        """The store wrote chunk ``name`` at ``seq`` with ``sha256``: record it, mark clean."""
+        raise NotImplementedError
+
+    def evict(self) -> None:
+        """Drop the resident chunks that are stored and unchanged (reloaded on demand)."""
+        raise NotImplementedError
+
+    def load_all(self) -> None:
+        """Make every chunk resident (ChunkMissing if one cannot be loaded)."""
+        raise NotImplementedError
+
+
 def _registry() -> dict[str, type[Projector]]:
     from store.projections.asset_outcomes import AssetOutcomes
     from store.projections.collection_report import CollectionReport
     from store.projections.forensics import ForensicsProjector
     from store.projections.preparation_report import PreparationReport
     from store.projections.run_digest import RunDigest
+    from store.projections.run_report import RunReport
 
-    kinds = (RunDigest, ForensicsProjector, AssetOutcomes, CollectionReport, PreparationReport)
+    kinds = (
+        RunDigest, ForensicsProjector, AssetOutcomes, CollectionReport, PreparationReport,
+        RunReport,
+    )
     return {cls.KIND: cls for cls in kinds}
 
 

@@ -19,6 +19,7 @@ def test_every_design_event_type_has_a_schema() -> None:
         "InitialChecked", "EpisodeExecuted", "EpisodeJudged", "TrajectoryCommitted",
         "TrajectoryDiscarded", "ResetSubmitted", "BatchFinished", "EnvironmentClosed",
         "RunCompleted", "RunFailed", "RunResumed", "LeaseTakenOver", "DatasetUpdated",
+        "CommittedFilesRepaired",
     }
     assert EVENT_TYPES == design
 

@@ -9,6 +9,7 @@ import pytest
 
 from domain.errors import IllegalTransition
 from domain.state import RunState, fold
+from store.records import NewEvent
 from tests.store.eventgen import (
     batch_started,
     collection_started,
@@ -303,3 +304,31 @@ def test_a_snapshot_taken_with_two_batches_open_resumes_the_fold_exactly() -> No
     for i, e in enumerate(tail, start=len(head) + 1):
         restored.apply(i, e.type, e.payload)
     assert restored.state == fold_all([*head, *tail])
+
+
+def _repair(b: int, e: int, **file: object) -> object:
+    restored = {"what": "trajectory", "path": f"ep_{b}_{e}.json", "bytes": 10,
+                "sha256": "f" * 64, "found": None, **file}
+    return NewEvent("CommittedFilesRepaired", {
+        "session_id": "s9", "host": "h", "pid": 1, "episodes": [{
+            "batch_index": b, "episode_index": e, "seed": 1000 * b + e,
+            "deployment_path": "batch_0", "manifest_sha256": "a" * 64, "files": [restored],
+        }],
+    })
+
+
+def test_a_repair_is_legal_after_completion_and_names_only_committed_receipts() -> None:
+    # legal_run: episodes (b, e) with e % 3 != 0 are committed, e % 3 == 0 rejected.
+    events = list(legal_run("r", batches=1, episodes=2))
+    st = fold_all([*events, _repair(0, 1)])
+    assert (st.state, st.last_event_type) == ("completed", "CommittedFilesRepaired")
+    assert st.episodes[(0, 1)].committed["sha256"] == "f" * 64  # the receipt stands
+    n = len(events) + 1
+    with pytest.raises(IllegalTransition, match=rf"seq {n}: .*episode \(0, 0\) is not committed"):
+        fold_all([*events, _repair(0, 0)])
+    with pytest.raises(IllegalTransition, match=r"differs from its committed receipt"):
+        fold_all([*events, _repair(0, 1, sha256="0" * 64)])
+    with pytest.raises(IllegalTransition, match=r"'other\.pt' is not one of its committed files"):
+        fold_all([*events, _repair(0, 1, path="other.pt")])
+    with pytest.raises(IllegalTransition, match=r"accepted only in collecting, completed, failed"):
+        fold_all([created("r"), *preparation(1), _repair(0, 1)])

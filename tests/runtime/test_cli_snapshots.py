@@ -40,8 +40,8 @@ def test_rebuild_snapshots_recomputes_them_and_reads_do_not_change(
     assert code == 0
     version = EventStore(db_url).state("r").version
     assert out.splitlines() == [
-        f"r: snapshots at seq {version} (asset_outcomes, chain, collection_report, digest,"
-        " fold, forensics, preparation_report)",
+        f"r: snapshots at seq {version} (asset_outcomes, chain, collection_report (2 chunks),"
+        " digest, fold, forensics, preparation_report, run_report (2 chunks))",
         f"{db_url}: rebuilt snapshots of 1 run(s)",
     ]
     with engine.connect() as conn:
@@ -49,8 +49,10 @@ def test_rebuild_snapshots_recomputes_them_and_reads_do_not_change(
     engine.dispose()
     assert [tuple(r) for r in rows] == [
         ("asset_outcomes", version), ("chain", version), ("collection_report", version),
+        ("collection_report/0.0", version), ("collection_report/1.0", version),
         ("digest", version), ("fold", version), ("forensics", version),
-        ("preparation_report", version),
+        ("preparation_report", version), ("run_report", version),
+        ("run_report/0.0", version), ("run_report/1.0", version),
     ]
     assert [_run([cmd, "r", "--db", db_url], capsys) for cmd in ("show", "forensics")] == before
 

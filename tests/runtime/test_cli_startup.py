@@ -18,7 +18,8 @@ from store import EventStore
 from tests.store.eventgen import legal_run
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("torch", "mujoco", "trimesh", "scipy", "pydantic", "sqlmodel", "sqlalchemy.orm")
+HEAVY = ("torch", "mujoco", "trimesh", "scipy", "pydantic", "sqlmodel", "sqlalchemy.orm",
+         "runtime.collection.driver")  # the collector: verify reads one module of its package
 
 COMMANDS = [["runs"], ["runs", "--json"], ["show", "r"], ["show", "r", "--json"],
             ["events", "r"], ["audit"], ["forensics", "r"], ["verify", "r"],

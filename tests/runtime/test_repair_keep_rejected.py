@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from domain.canonical import sha256_hex
 from domain.task import CheckSpec
 from runtime.collection import collect, default_environment_factory
 from runtime.collection.repair import RepairRefused
 from runtime.resume import RepairResult, RunDataAltered, resume
 from runtime.verify import verify_events
+from store.projections.forensics import forensics
 from tests.cli_logging import reset_cli_logging  # noqa: F401
 from tests.runtime.demo_runs import prepared
 
@@ -62,8 +66,43 @@ def test_repair_restores_a_deleted_trajectory_and_camera_file_bit_for_bit(
     assert set(episode.paths) == {trajectory, camera}
     for path, data in originals.items():
         assert path.read_bytes() == data
-    assert store.state(run_id).version == version  # the log already named these bytes
+    # One event records the repair; it names only bytes the log already vouched for.
+    assert store.state(run_id).version == version + 1 == result.seq
+    repaired = store.read(run_id)[-1]
+    assert repaired.type == "CommittedFilesRepaired"
+    key = (receipt["batch_index"], receipt["episode_index"])
+    started = next(
+        e.payload for e in store.read(run_id)
+        if e.type == "EpisodeStarted" and (e.payload["batch_index"], e.payload["episode_index"])
+        == key
+    )
+    deployment = next(e.payload for e in store.read(run_id) if e.type == "DeploymentMaterialized")
+    session_id = repaired.payload["session_id"]
+    assert session_id not in {
+        e.payload["session_id"] for e in store.read(run_id) if e.type == "CollectionStarted"
+    }
+    assert {k: repaired.payload[k] for k in ("host", "pid")} == {
+        "host": socket.gethostname(), "pid": os.getpid(),
+    }
+    camera_entry = receipt["files"][0]
+    assert repaired.payload["episodes"] == [{
+        "batch_index": key[0],
+        "episode_index": key[1],
+        "seed": started["seed"],
+        "deployment_path": deployment["deployment_path"],
+        "manifest_sha256": deployment["manifest_sha256"],
+        "files": [
+            {"what": "trajectory", "path": receipt["path"], "bytes": receipt["bytes"],
+             "sha256": receipt["sha256"], "found": None},
+            {"what": f"camera file ({camera_entry['camera']} {camera_entry['modality']})",
+             "path": camera_entry["path"], "bytes": camera_entry["bytes"],
+             "sha256": camera_entry["sha256"],
+             "found": {"bytes": 7, "sha256": sha256_hex(b"corrupt")}},
+        ],
+    }]
     assert verify_events(run_id, store.read(run_id)).problems == []
+    report = forensics(store.read(run_id))
+    assert [r["seq"] for r in report["repairs"]] == [result.seq]
 
 
 def _perturbed_factory(deployment_dir: Path, *, seed: int, settle_steps: int) -> Any:
@@ -78,6 +117,7 @@ def test_repair_refuses_when_the_regenerated_file_differs(
     receipt = _commits(store, run_id)[-1]
     trajectory = out / receipt["path"]
     trajectory.unlink()
+    version = store.state(run_id).version
     b, e = receipt["batch_index"], receipt["episode_index"]
     name = trajectory.name
     with pytest.raises(RepairRefused) as error:
@@ -89,6 +129,8 @@ def test_repair_refuses_when_the_regenerated_file_differs(
         str(error.value),
     ), str(error.value)
     assert not trajectory.exists()  # nothing written
+    assert store.state(run_id).version == version  # nothing recorded
+    assert not [p for p in trajectory.parent.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_repair_refuses_an_altered_deployment_before_regenerating(
@@ -183,3 +225,102 @@ def test_repair_then_resume_finishes_an_interrupted_run(
     assert path.read_bytes() == original
     assert store.state(run_id).state == "completed"
     assert verify_events(run_id, store.read(run_id)).problems == []
+
+
+def test_cli_resume_repair_checks_once_and_records_the_repair(
+    tmp_path: Path, catalog: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On an interrupted run, `resume --repair` restores a deleted trajectory and finishes
+    the run in one session; the chain check, the inputs check and each committed file's hash
+    happen exactly once; `events` and `forensics` show what the repair did."""
+    import runtime.collection.recordings as recordings_module
+    import runtime.collection.repair_scan as repair_scan_module
+    import runtime.files as files_module
+    import runtime.verify as verify_module
+    from runtime.cli import main
+    from store import EventStore
+    from tests.runtime.test_resume import interrupted_run
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    out = tmp_path / "out"
+    with EventStore(url) as store:
+        run_id = interrupted_run(store, out, catalog, at_program=4)
+        receipts = _commits(store, run_id)
+    committed = {
+        (out / str(entry["path"])).resolve()
+        for receipt in receipts for entry in [receipt, *receipt.get("files", [])]
+    }
+    deleted = (out / receipts[0]["path"]).resolve()
+    original = deleted.read_bytes()
+    deleted.unlink()
+
+    chains: list[str] = []
+    real_chain = EventStore.require_intact_chain
+
+    def counted_chain(self: Any, checked: str) -> Any:
+        chains.append(checked)
+        return real_chain(self, checked)
+
+    inputs: list[str] = []
+    real_verify = verify_module.verify_events
+
+    def counted_verify(checked: str, events: Any, **kwargs: Any) -> Any:
+        inputs.append(checked)
+        return real_verify(checked, events, **kwargs)
+
+    hashed: dict[Path, int] = {}
+    real_sha = files_module.file_sha256
+
+    def counted_sha(path: Path) -> str:
+        resolved = Path(path).resolve()
+        hashed[resolved] = hashed.get(resolved, 0) + 1
+        return real_sha(path)
+
+    monkeypatch.setattr(EventStore, "require_intact_chain", counted_chain)
+    monkeypatch.setattr(verify_module, "verify_events", counted_verify)
+    for module in (files_module, recordings_module, repair_scan_module):
+        monkeypatch.setattr(module, "file_sha256", counted_sha)
+    capsys.readouterr()
+    assert main(["resume", run_id, "--repair", "--db", url, "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    b, e = receipts[0]["batch_index"], receipts[0]["episode_index"]
+    assert printed[0] == (
+        f"restored batch {b} episode {e}: {out / receipts[0]['path']} (SHA-256 as logged)"
+    )
+    assert deleted.read_bytes() == original
+    assert chains == [run_id]
+    assert inputs == [run_id]
+    assert {p: n for p, n in hashed.items() if p in committed} == {
+        p: 1 for p in committed - {deleted}
+    }
+    monkeypatch.undo()
+
+    with EventStore(url) as store:
+        events = store.read(run_id)
+    types = [e.type for e in events]
+    repair_at = types.index("CommittedFilesRepaired")
+    resumed = events[repair_at + 1]
+    assert resumed.type == "RunResumed"
+    repair = events[repair_at].payload
+    assert repair["session_id"] == resumed.payload["session_id"]  # one session for both
+    assert [(x["batch_index"], x["episode_index"]) for x in repair["episodes"]] == [(b, e)]
+    assert [f["path"] for f in repair["episodes"][0]["files"]] == [receipts[0]["path"]]
+    assert types[-1] == "RunCompleted"
+
+    assert main(["events", run_id, "--db", url, "--type", "CommittedFilesRepaired"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert f"{events[repair_at].seq:>5}" in line and "CommittedFilesRepaired" in line
+    assert main(["forensics", run_id, "--db", url]) == 0
+    repaired_lines = [
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("repaired ")
+    ]
+    assert repaired_lines == [
+        f"repaired #{events[repair_at].seq} by session {repair['session_id']}: batch {b} "
+        f"episode {e} trajectory {receipts[0]['path']} (was missing; re-run with seed "
+        f"{repair['episodes'][0]['seed']} from {repair['episodes'][0]['deployment_path']})"
+    ]
+    # Every other reader of the log takes the repair in its stride.
+    for command in (["show", run_id], ["show", run_id, "--json"], ["audit"], ["verify", run_id],
+                    ["runs"]):
+        assert main([*command, "--db", url]) == 0, command

@@ -252,3 +252,45 @@ def test_failed_reset_leaves_a_done_episode_without_reset_submitted(
     assert (tmp_path / "out" / "report.json").read_text(encoding="utf-8") == report_text(
         collection_report(events)
     )
+
+
+def test_resume_without_a_verified_token_still_checks_chain_inputs_and_files_itself(
+    store: Any, tmp_path: Path, catalog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The --repair path hands its checks on; resume called on its own makes every one of
+    them, once: the chain, the deployments/snapshots, and each committed file's hash."""
+    import runtime.collection.recordings as recordings_module
+    import runtime.verify as verify_module
+
+    out = tmp_path / "out"
+    run_id = interrupted_run(store, out, catalog, at_program=4)
+    committed = {
+        (out / str(entry["path"])).resolve()
+        for event in store.read(run_id) if event.type == "TrajectoryCommitted"
+        for entry in [event.payload, *event.payload.get("files", [])]
+    }
+    assert committed
+    calls: dict[str, int] = {"chain": 0, "inputs": 0}
+    hashed: dict[Path, int] = {}
+    real_chain, real_verify = type(store).require_intact_chain, verify_module.verify_events
+    real_sha = recordings_module.file_sha256
+
+    def chain(self: Any, checked: str) -> Any:
+        calls["chain"] += 1
+        return real_chain(self, checked)
+
+    def inputs(checked: str, events: Any, **kwargs: Any) -> Any:
+        calls["inputs"] += 1
+        return real_verify(checked, events, **kwargs)
+
+    def sha(path: Path) -> str:
+        hashed[Path(path).resolve()] = hashed.get(Path(path).resolve(), 0) + 1
+        return real_sha(path)
+
+    monkeypatch.setattr(type(store), "require_intact_chain", chain)
+    monkeypatch.setattr(verify_module, "verify_events", inputs)
+    monkeypatch.setattr(recordings_module, "file_sha256", sha)
+    resume(run_id, store=store, progress=False)
+    assert calls == {"chain": 1, "inputs": 1}
+    assert {p: n for p, n in hashed.items() if p in committed} == {p: 1 for p in committed}
+    assert store.state(run_id).state == "completed"
