@@ -6,7 +6,7 @@ a chosen point so the parent can SIGSTOP it exactly there.
 
 ``PAUSE`` is ``check:<caller>:<n>`` (the n-th lease check made by function ``<caller>``,
 i.e. right before the n-th fenced publication of that kind: ``prepare_package`` for a cache
-snapshot, ``materialize_deployment``, ``write_bytes_atomic`` for a trajectory or report) or
+snapshot, ``materialize_deployment``, ``write_stream_atomic`` (under ``write_bytes_atomic``) for a trajectory or report) or
 ``append:<n>`` (right before the n-th store append). At that point the child writes
 ``MARKER`` and sleeps, and the parent stops it; when it is continued, it goes on exactly
 where it was. The lease TTL comes from ``ASSETCAST_LEASE_TTL_S`` set by the parent.

@@ -176,7 +176,7 @@ def _commits(store: EventStore, run_id: str, out: Path) -> dict[tuple[int, int],
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(
     "pause",
-    ["check:write_bytes_atomic:1", "check:write_bytes_atomic:2", "check:write_bytes_atomic:5",
+    ["check:write_stream_atomic:1", "check:write_stream_atomic:2", "check:write_stream_atomic:5",
      "append:3"],
     ids=["before-first-trajectory", "after-first-trajectory-rename",
          "before-a-later-publish", "before-append"],
