@@ -1,4 +1,5 @@
-"""Dataset benchmarks: export throughput against raw pyarrow, and live-dataset overhead.
+"""Dataset benchmark: export throughput against raw pyarrow (live-dataset overhead:
+``bench/bench_live_dataset.py``).
 
 1. Export throughput, state-only and with cameras: the committed episodes of one demo run
    (4 batches x 4 episodes; state-only also 16 x 4, to show the fixed cost per version
@@ -9,8 +10,6 @@
    time (goal >= 0.8). robomimic's HDF5 export is timed too. With cameras (the demo task
    records two), the export copies each committed H.264 file and decodes it for image stats;
    the raw side encodes the same RGB frames with PyAV.
-2. Live overhead: the same state-only collection with and without ``--dataset lerobot:DIR``
-   (alternating, medians); ratio = with / without (goal <= 1.05).
 
 Run: ``.venv/bin/python bench/bench_export.py`` (prints figures; not part of pytest).
 """
@@ -42,7 +41,6 @@ from runtime.logging import configure_logging  # noqa: E402
 from store import EventStore  # noqa: E402
 
 REPEATS = 7
-LIVE_REPEATS = 5
 
 
 class FsyncTimer:
@@ -182,27 +180,6 @@ def throughput(store: EventStore, catalog: Path, root: Path, *, cameras: bool,
           f"(summed over the sync threads), raw {s_raw * 1000:.1f} ms in {raw_calls} call")
 
 
-def live_overhead(store: EventStore, catalog: Path, root: Path) -> None:
-    """The same state-only collection with and without ``--dataset lerobot:DIR``."""
-    plain, live = [], []
-    for i in range(LIVE_REPEATS):
-        for with_dataset in (False, True):
-            rid = prepare_demo_run(store, root / f"live{i}{with_dataset}", catalog,
-                                   batches=3, episodes_per_batch=3, settle_steps=10,
-                                   cameras=False)
-            datasets = [DatasetSpec("lerobot", root / f"live{i}")] if with_dataset else []
-            start = time.perf_counter()
-            collect(rid, store=store, progress=False, datasets=datasets)
-            (live if with_dataset else plain).append(time.perf_counter() - start)
-    t_plain, t_live = statistics.median(plain), statistics.median(live)
-    print(f"live dataset overhead, state-only (3 batches x 3 episodes, median of "
-          f"{LIVE_REPEATS})")
-    print(f"  collect        : {t_plain:6.2f} s")
-    print(f"  collect+lerobot: {t_live:6.2f} s")
-    print(f"  ratio: {t_live / t_plain:.3f} median, {min(live) / min(plain):.3f} best-of-"
-          f"{LIVE_REPEATS} (goal <= 1.05)")
-
-
 def main() -> None:
     configure_logging(level="warning")
     root = Path(tempfile.mkdtemp(prefix="assetcast-bench-export-"))
@@ -212,7 +189,6 @@ def main() -> None:
         throughput(store, catalog, root, cameras=False)
         throughput(store, catalog, root, cameras=False, batches=16)
         throughput(store, catalog, root, cameras=True)
-        live_overhead(store, catalog, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

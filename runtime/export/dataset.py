@@ -31,7 +31,7 @@ log = structlog.get_logger(__name__)
 
 FORMATS = ("lerobot", "robomimic")
 MANIFEST_SCHEMA = 1
-WRITER_VERSION = 2  # bump when the bytes a given source produces change
+WRITER_VERSION = 3  # bump when the bytes a given source produces change
 SPLIT_SEED = 0
 
 
@@ -111,7 +111,7 @@ def read_manifest(spec: DatasetSpec) -> dict[str, Any] | None:
         if current is None:
             return None
         try:
-            manifest = json.loads((current / "meta" / "assetcast.json").read_text())
+            manifest = _published_manifest(current / "meta" / "assetcast.json")
         except (OSError, ValueError):
             raise NotADataset(f"{spec.path} has no readable meta/assetcast.json") from None
     else:
@@ -123,20 +123,33 @@ def read_manifest(spec: DatasetSpec) -> dict[str, Any] | None:
     return manifest
 
 
-def _hdf5_manifest(path: Path) -> Any:
-    import h5py
+_PUBLISHED: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
 
-    if not path.is_file():
-        raise NotADataset(f"{path} exists and is not an assetcast dataset")
-    try:
-        with h5py.File(path, "r") as handle:
-            raw = handle["data"].attrs["assetcast"]
-    except (OSError, KeyError):
-        raise NotADataset(f"{path} exists and is not an assetcast robomimic file") from None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise NotADataset(f"{path} has an unreadable assetcast manifest") from None
+
+def _file_identity(path: Path) -> tuple[int, int, int]:
+    status = os.stat(path)
+    return (status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def _published_manifest(path: Path) -> Any:
+    """A LeRobot version's manifest: the one this process published there (a live dataset
+    reads it before every update, and parsing it is O(episodes)) while the file is unchanged,
+    else parsed from the file."""
+    found = _PUBLISHED.get(str(path))
+    if found is not None and found[0] == _file_identity(path):
+        return found[1]
+    return json.loads(path.read_text())
+
+
+def _remember_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    _PUBLISHED.clear()  # only the latest version is read again
+    _PUBLISHED[str(path)] = (_file_identity(path), manifest)
+
+
+def _hdf5_manifest(path: Path) -> Any:
+    from runtime.export.robomimic import read_manifest as read_robomimic_manifest
+
+    return read_robomimic_manifest(path)
 
 
 def check_target(spec: DatasetSpec) -> None:
@@ -237,8 +250,9 @@ def render(
     """Write the dataset's files under ``root`` (a LeRobot tree, or ``root/file_name`` for
     robomimic); return every file's SHA-256 and (episodes, frames). Publishes nothing.
 
-    ``previous`` (a LeRobot version folder, with its manifest): what it shares with the new
-    version is reused instead of written again; the bytes are the same either way."""
+    ``previous`` (a LeRobot version folder, with its manifest; or the published robomimic
+    file): what it shares with the new version is reused instead of written again; the bytes
+    are the same either way."""
     if fmt == "lerobot":
         files, totals, _linked = render_lerobot(
             source, manifest, root, previous=previous, previous_manifest=previous_manifest
@@ -250,7 +264,7 @@ def render(
     path = root / file_name
     totals = write_robomimic(
         source, path, manifest=manifest, split_seed=SPLIT_SEED,
-        scene_model=scene_model or deployment_model,
+        scene_model=scene_model or deployment_model, previous=previous,
     )
     return {file_name: file_sha256(path)}, (totals["total_episodes"], totals["total_frames"])
 
@@ -312,13 +326,14 @@ def _write(
             raise
         for relpath, digest in files.items():
             remember(final / relpath, digest)
+        _remember_manifest(final / "meta" / "assetcast.json", manifest)
         return files, totals
     file_target = FileTarget(spec.path)
     temporary = file_target.new_file()
     try:
         files, totals = render(
             "robomimic", source, manifest, temporary.parent, file_name=temporary.name,
-            scene_model=scene_model,
+            scene_model=scene_model, previous=spec.path if existing is not None else None,
         )
         files = {spec.path.name: files[temporary.name]}
         before_publish()
@@ -326,4 +341,8 @@ def _write(
     except BaseException:
         file_target.discard(temporary)
         raise
+    from runtime.export.robomimic import remember_published
+
+    remember_published(spec.path, manifest)
+    remember(spec.path, files[spec.path.name])
     return files, totals

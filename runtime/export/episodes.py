@@ -10,7 +10,7 @@ collected, so a resumed run and an uninterrupted one give the same dataset conte
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -187,58 +187,90 @@ def _resolve(recorded: str, output_dir: Path) -> Path:
     return path if path.is_absolute() else output_dir / path
 
 
-def run_source(run_id: str, events: Sequence[Any]) -> RunSource:
-    """The committed episodes of one run's events (a later receipt for an episode wins)."""
-    created = next((e.payload for e in events if e.type == "RunCreated"), None)
-    if created is None:
-        raise NoAcceptedEpisodes(f"run {run_id} has no RunCreated event")
-    output_dir = Path(created["output_dir"])
-    resolved: dict[int, dict[str, Any]] = {}
-    deployments: dict[int, Path] = {}
-    receipts: dict[tuple[int, int], tuple[int, dict[str, Any]]] = {}
-    for event in events:
-        p = event.payload
-        if event.type == "BatchResolved":
-            resolved[p["batch_index"]] = p
-        elif event.type == "DeploymentMaterialized":
-            deployments[p["batch_index"]] = _resolve(p["deployment_path"], output_dir)
-        elif event.type == "TrajectoryCommitted":
-            receipts[(p["batch_index"], p["episode_index"])] = (event.seq, p)
-    episodes = []
-    for (batch_index, episode_index), (seq, receipt) in sorted(receipts.items()):
-        batch = resolved[batch_index]
+class RunFold:
+    """A run's committed episodes, folded from its events as they arrive: a live dataset
+    feeds each update only the events appended since the last one, so an update costs what
+    is new, not the whole log (:func:`run_source` is the one-shot form)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self._created: dict[str, Any] | None = None
+        self._resolved: dict[int, dict[str, Any]] = {}
+        self._deployments: dict[int, Path] = {}
+        self._receipts: dict[tuple[int, int], tuple[int, dict[str, Any]]] = {}
+        # Built once per receipt; a batch's episodes again when its batch facts change.
+        self._episodes: dict[int, dict[int, CommittedEpisode]] = {}
+        self._position = 0
+
+    def add(self, events: Iterable[Any]) -> RunFold:
+        for event in events:
+            p = event.payload
+            self._position = event.seq
+            if event.type == "RunCreated" and self._created is None:
+                self._created = p
+            elif event.type == "BatchResolved":
+                self._resolved[p["batch_index"]] = p
+                self._episodes.pop(p["batch_index"], None)
+            elif event.type == "DeploymentMaterialized":
+                self._deployments[p["batch_index"]] = p["deployment_path"]
+                self._episodes.pop(p["batch_index"], None)
+            elif event.type == "TrajectoryCommitted":
+                self._receipts[(p["batch_index"], p["episode_index"])] = (event.seq, p)
+                self._episodes.get(p["batch_index"], {}).pop(p["episode_index"], None)
+        return self
+
+    def source(self) -> RunSource:
+        """The committed episodes of the events added so far (a later receipt wins)."""
+        if self._created is None:
+            raise NoAcceptedEpisodes(f"run {self.run_id} has no RunCreated event")
+        output_dir = Path(self._created["output_dir"])
+        episodes = []
+        for key in sorted(self._receipts):
+            built = self._episodes.setdefault(key[0], {})
+            episode = built.get(key[1])
+            if episode is None:
+                episode = built[key[1]] = self._episode(key, output_dir)
+            episodes.append(episode)
+        return RunSource(
+            run_id=self.run_id,
+            task_id=self._created["task_id"],
+            log_position=self._position,
+            episodes=tuple(episodes),
+        )
+
+    def _episode(self, key: tuple[int, int], output_dir: Path) -> CommittedEpisode:
+        batch_index, episode_index = key
+        seq, receipt = self._receipts[key]
+        batch = self._resolved[batch_index]
         assets = {
             role: {"asset_id": a["asset_id"], "content_sha256": a["content_sha256"]}
             for role, a in batch["assets"].items()
         }
-        episodes.append(
-            CommittedEpisode(
-                provenance=Provenance(
-                    run_id=run_id,
-                    batch_index=batch_index,
-                    episode_index=episode_index,
-                    asset_set_id=batch["asset_set_id"],
-                    assets=assets,
-                    trajectory_sha256=receipt["sha256"],
-                    commit_seq=seq,
-                    camera_files={
-                        f"{f['camera']}.{f['modality']}": f["sha256"]
-                        for f in receipt.get("files") or ()
-                    },
-                ),
-                trajectory_path=_resolve(receipt["path"], output_dir),
-                trajectory_bytes=int(receipt["bytes"]),
-                deployment_path=deployments[batch_index],
-                output_dir=output_dir,
-                receipt=dict(receipt),
-            )
+        return CommittedEpisode(
+            provenance=Provenance(
+                run_id=self.run_id,
+                batch_index=batch_index,
+                episode_index=episode_index,
+                asset_set_id=batch["asset_set_id"],
+                assets=assets,
+                trajectory_sha256=receipt["sha256"],
+                commit_seq=seq,
+                camera_files={
+                    f"{f['camera']}.{f['modality']}": f["sha256"]
+                    for f in receipt.get("files") or ()
+                },
+            ),
+            trajectory_path=_resolve(receipt["path"], output_dir),
+            trajectory_bytes=int(receipt["bytes"]),
+            deployment_path=_resolve(self._deployments[batch_index], output_dir),
+            output_dir=output_dir,
+            receipt=dict(receipt),
         )
-    return RunSource(
-        run_id=run_id,
-        task_id=created["task_id"],
-        log_position=events[-1].seq if events else 0,
-        episodes=tuple(episodes),
-    )
+
+
+def run_source(run_id: str, events: Sequence[Any]) -> RunSource:
+    """The committed episodes of one run's events (a later receipt for an episode wins)."""
+    return RunFold(run_id).add(events).source()
 
 
 @lru_cache(maxsize=256)

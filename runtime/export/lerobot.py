@@ -44,10 +44,11 @@ from runtime.export.hashes import known_sha256
 from runtime.export.sink import FileSink
 from runtime.export.stats import (
     STAT_KEYS,
-    aggregate_many,
+    aggregate_matrices,
     aggregate_stats,
     episode_stats,
     image_stats,
+    stat_matrices,
 )
 
 log = structlog.get_logger(__name__)
@@ -81,6 +82,34 @@ def _parquet_bytes(table: pa.Table) -> bytes:
 
 def json_bytes(value: Any) -> bytes:
     return (json.dumps(value, indent=4, ensure_ascii=False, allow_nan=False) + "\n").encode()
+
+
+_EPISODE_TEXT: dict[str, str] = {}  # an episode's compact JSON -> its indented manifest text
+_EPISODE_TEXT_LIMIT = 100_000
+_EPISODES_TAIL = '    "episodes": []\n}\n'
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    """``json_bytes(manifest)``, byte for byte, without indenting every episode again: a
+    live dataset rewrites the manifest after every batch and Python's indenting encoder is
+    pure Python, so each episode's text (its JSON at the list's depth) is remembered."""
+    episodes = manifest.get("episodes")
+    head = json_bytes({**manifest, "episodes": []}).decode()
+    if not episodes or not head.endswith(_EPISODES_TAIL):
+        return json_bytes(manifest)
+    if len(_EPISODE_TEXT) > _EPISODE_TEXT_LIMIT:
+        _EPISODE_TEXT.clear()
+    parts = []
+    for episode in episodes:
+        key = json.dumps(episode, ensure_ascii=False, allow_nan=False)
+        text = _EPISODE_TEXT.get(key)
+        if text is None:
+            text = json.dumps(episode, indent=4, ensure_ascii=False, allow_nan=False)
+            text = _EPISODE_TEXT[key] = text.replace("\n", "\n" + " " * 8)
+        parts.append(text)
+    body = ",\n        ".join(parts)
+    return (head[: -len(_EPISODES_TAIL)] + '    "episodes": [\n        ' + body
+            + "\n    ]\n}\n").encode()
 
 
 def _vector_array(matrix: np.ndarray, dtype: pa.DataType) -> pa.Array:
@@ -232,12 +261,24 @@ class PreviousVersion:
         return shared
 
 
-_ROWS: dict[str, list[dict[str, Any]]] = {}  # SHA-256 of a meta/episodes file -> its rows
+@dataclass
+class _EpisodesMemo:
+    """The latest ``meta/episodes`` this process wrote or parsed: its rows and, once written
+    here, the Arrow table and the vector stats matrices built from them, which the next
+    version extends by its new rows instead of building them again from every row."""
+
+    rows: list[dict[str, Any]]
+    table: pa.Table | None = None
+    stats_keys: tuple[str, ...] = ()
+    matrices: dict[str, np.ndarray] | None = None
 
 
-def _remember_rows(digest: str, rows: list[dict[str, Any]]) -> None:
+_ROWS: dict[str, _EpisodesMemo] = {}  # SHA-256 of a meta/episodes file -> what it holds
+
+
+def _remember_rows(digest: str, memo: _EpisodesMemo) -> None:
     _ROWS.clear()  # only the latest version is ever reused
-    _ROWS[digest] = rows
+    _ROWS[digest] = memo
 
 
 def _episode_rows(path: Path, digest: str | None) -> list[dict[str, Any]] | None:
@@ -250,8 +291,46 @@ def _episode_rows(path: Path, digest: str | None) -> list[dict[str, Any]] | None
             rows = pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowException):
             return None
-        _remember_rows(digest, rows)
-    return _ROWS[digest]
+        _remember_rows(digest, _EpisodesMemo(rows))
+    return _ROWS[digest].rows
+
+
+def _previous_memo(previous: PreviousVersion | None) -> _EpisodesMemo | None:
+    if previous is None:
+        return None
+    return _ROWS.get(previous.files.get(EPISODES_PATH.format(chunk_index=0, file_index=0), ""))
+
+
+def _extended_table(
+    memo: _EpisodesMemo | None, rows: list[dict[str, Any]], reused: int
+) -> pa.Table:
+    """``_episodes_table(rows)``, from the previous table's first ``reused`` rows and the new
+    ones when that table is at hand and the new rows have its columns (the same values
+    give the same table, so the file's bytes do not depend on which way it was built)."""
+    if memo is None or memo.table is None or not 0 < reused < len(rows):
+        return _episodes_table(rows)
+    try:
+        table = pa.concat_tables([memo.table.slice(0, reused), _episodes_table(rows[reused:])])
+    except pa.ArrowInvalid:  # a column typed differently: build it whole
+        return _episodes_table(rows)
+    return table.combine_chunks()
+
+
+def _extended_stats(
+    memo: _EpisodesMemo | None, rows: list[dict[str, Any]], reused: int, keys: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """:func:`stat_matrices` of every row, reusing the previous version's first ``reused``."""
+    def column(row: dict[str, Any], key: str, stat: str) -> Any:
+        return row[f"stats/{key}/{stat}"]
+
+    if (memo is None or memo.matrices is None or memo.stats_keys != keys
+            or not 0 < reused < len(rows)):
+        return stat_matrices(rows, keys, column)
+    fresh = stat_matrices(rows[reused:], keys, column)
+    return {
+        stat: np.concatenate([memo.matrices[stat][:reused], fresh[stat]])
+        for stat in fresh
+    }
 
 
 def data_groups(
@@ -362,18 +441,22 @@ def write_lerobot(
         # meta/episodes (one column per episode stat: the widest file) is encoded on a worker
         # while this thread aggregates the stats and writes the JSON files; its table is
         # built here, so the worker runs only code that releases the GIL.
+        memo = _previous_memo(previous)
+        table = _extended_table(memo, rows, reused)
         encoding.append(_encoders().submit(
-            sink.write_with, episodes_file, _parquet_bytes, _episodes_table(rows)
+            sink.write_with, episodes_file, _parquet_bytes, table
         ))
+        keys = tuple(features)
+        matrices = _extended_stats(memo, rows, reused, keys)
         _write_summaries(source, sink, rows, features, layout, videos, data, fps, starts,
-                         robot_type)
+                         robot_type, matrices)
         if manifest is not None:
-            sink.write(MANIFEST_PATH, json_bytes(manifest))
+            sink.write(MANIFEST_PATH, manifest_bytes(manifest))
     finally:
         wait(encoding)  # nothing may still write into the folder once this returns or raises
     for job in encoding:
         job.result()
-    _remember_rows(sink.files[episodes_file], rows)
+    _remember_rows(sink.files[episodes_file], _EpisodesMemo(rows, table, keys, matrices))
     return {"total_episodes": len(episodes), "total_frames": starts[-1]}
 
 
@@ -420,13 +503,15 @@ def _episode_rows_into(
 def _write_summaries(
     source: DatasetSource, sink: FileSink, rows: list[dict[str, Any]],
     features: dict[str, Any], layout: Any, videos: list[str], data: Any, fps: int,
-    starts: list[int], robot_type: str | None,
+    starts: list[int], robot_type: str | None, matrices: dict[str, np.ndarray],
 ) -> None:
-    """``meta/tasks.parquet``, ``meta/stats.json`` (aggregated from the episode rows) and
-    ``meta/info.json``."""
+    """``meta/tasks.parquet``, ``meta/stats.json`` (aggregated from the episode rows' stat
+    ``matrices``) and ``meta/info.json``."""
     episodes = source.episodes
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
-    stats = aggregate_many(rows, list(features), lambda row, key, stat: row[f"stats/{key}/{stat}"])
+    keys = tuple(features)
+    widths = [len(rows[0][f"stats/{key}/min"]) for key in keys]
+    stats = aggregate_matrices(matrices, keys, widths)
     for cam in videos:
         key = VIDEO_KEY.format(camera=cam)
         stats[key] = aggregate_stats(_row_stats(rows, key, image=True))

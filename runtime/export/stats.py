@@ -113,34 +113,51 @@ def image_stats(frames: np.ndarray) -> dict[str, list[Any]]:
     return out
 
 
+def stat_matrices(
+    rows: Sequence[dict[str, Any]], keys: Sequence[str], column: Any
+) -> dict[str, np.ndarray]:
+    """Every statistic of several vector features side by side, one row per episode
+    (``column(row, key, stat)`` -> that episode's list): ``[episodes, sum of widths]`` each
+    (``count``: ``[episodes]``). A dataset that grows appends rows to them."""
+    out = {"count": np.array([column(row, keys[0], "count")[0] for row in rows],
+                             dtype=np.float64)}
+    for stat in STAT_KEYS:
+        if stat != "count":
+            out[stat] = np.array(
+                [[v for key in keys for v in column(row, key, stat)] for row in rows],
+                dtype=np.float64,
+            ).reshape(len(rows), -1)
+    return out
+
+
 def aggregate_many(
     rows: Sequence[dict[str, Any]], keys: Sequence[str], column: Any
 ) -> dict[str, dict[str, list[Any]]]:
     """:func:`aggregate_stats` of several vector features at once, from per-episode rows
     (``column(row, key, stat)`` -> that episode's list): one numpy pass per statistic."""
-    counts = np.array([column(row, keys[0], "count")[0] for row in rows], dtype=np.float64)
     widths = [len(column(rows[0], key, "min")) for key in keys]
-    bounds = np.concatenate([[0], np.cumsum(widths)]).tolist()
+    return aggregate_matrices(stat_matrices(rows, keys, column), keys, widths)
 
-    def matrix(stat: str) -> np.ndarray:
-        return np.array(
-            [[v for key in keys for v in column(row, key, stat)] for row in rows],
-            dtype=np.float64,
-        )
 
+def aggregate_matrices(
+    matrices: dict[str, np.ndarray], keys: Sequence[str], widths: Sequence[int]
+) -> dict[str, dict[str, list[Any]]]:
+    """:func:`aggregate_many` from :func:`stat_matrices` (the same numbers, bit for bit)."""
+    counts = matrices["count"]
+    bounds = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64).tolist()
     total = counts.sum()
     weights = (counts / total)[:, None]
-    means = matrix("mean")
+    means = matrices["mean"]
     mean = (means * weights).sum(axis=0)
-    variance = ((matrix("std") ** 2 + (means - mean) ** 2) * weights).sum(axis=0)
+    variance = ((matrices["std"] ** 2 + (means - mean) ** 2) * weights).sum(axis=0)
     merged = {
-        "min": matrix("min").min(axis=0).tolist(),
-        "max": matrix("max").max(axis=0).tolist(),
+        "min": matrices["min"].min(axis=0).tolist(),
+        "max": matrices["max"].max(axis=0).tolist(),
         "mean": mean.tolist(),
         "std": np.sqrt(variance).tolist(),
     }
     for key in QUANTILE_KEYS:
-        merged[key] = (matrix(key) * weights).sum(axis=0).tolist()
+        merged[key] = (matrices[key] * weights).sum(axis=0).tolist()
     return {
         key: {
             stat: [int(total)] if stat == "count" else merged[stat][low:high]

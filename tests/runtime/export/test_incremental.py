@@ -74,3 +74,63 @@ def test_a_file_edited_in_place_is_not_carried_into_the_next_version(
     whole = build_version(DatasetSpec("lerobot", tmp_path / "whole"), full)
     assert after.digest == whole.digest
     assert _files(live.path) == _files(whole.spec.path)
+
+
+@pytest.mark.parametrize("first_stop", [("BatchFinished", 0), ("TrajectoryCommitted", 1)])
+def test_growing_robomimic_file_equals_one_shot(
+    collected: CollectedRun, tmp_path: Path, first_stop: tuple[str, int]
+) -> None:
+    from runtime.export import robomimic
+    from runtime.export.dataset import manifest_of, read_manifest
+
+    full = _source_up_to(collected, "RunCompleted")
+    live = DatasetSpec("robomimic", tmp_path / "live.hdf5")
+    before = build_version(live, _source_up_to(collected, *first_stop))
+    assert 0 < before.total_episodes < len(full.episodes)
+    manifest = manifest_of(full, "robomimic")
+    # Whole batches are copied and only the new ones written; a file that ends inside a
+    # batch is written whole again.
+    expected_reuse = before.total_episodes if first_stop[0] == "BatchFinished" else 0
+    assert robomimic.reusable_prefix(live.path, manifest) == expected_reuse
+    after = build_version(live, full)
+    whole = build_version(DatasetSpec("robomimic", tmp_path / "whole.hdf5"), full)
+    assert after.written
+    assert after.files["live.hdf5"] == whole.files["whole.hdf5"]  # the digest names the file
+    assert live.path.read_bytes() == whole.spec.path.read_bytes()
+    # The manifest read back from the file alone (no memo of this process) is the one built.
+    robomimic._WRITTEN.clear()
+    assert read_manifest(live) == manifest
+    assert robomimic.reusable_prefix(live.path, manifest) == 0  # not this process's file
+
+
+def test_a_robomimic_file_changed_since_it_was_published_is_written_whole(
+    collected: CollectedRun, tmp_path: Path
+) -> None:
+    from runtime.export import robomimic
+    from runtime.export.dataset import manifest_of
+
+    full = _source_up_to(collected, "RunCompleted")
+    live = DatasetSpec("robomimic", tmp_path / "live.hdf5")
+    build_version(live, _source_up_to(collected, "BatchFinished", 0))
+    with open(live.path, "r+b") as handle:  # an edit in place: same inode, new mtime
+        handle.seek(0, os.SEEK_END)
+        handle.write(b"\0")
+    assert robomimic.reusable_prefix(live.path, manifest_of(full, "robomimic")) == 0
+    after = build_version(live, full)
+    whole = build_version(DatasetSpec("robomimic", tmp_path / "whole.hdf5"), full)
+    assert after.files["live.hdf5"] == whole.files["whole.hdf5"]
+
+
+def test_the_manifest_text_is_json_bytes_however_often_episodes_are_reused() -> None:
+    from runtime.export.lerobot import json_bytes, manifest_bytes
+
+    episode = {"run_id": "r", "batch_index": 0, "episode_index": 0, "asset_set_id": "a",
+               "assets": {"bin": {"asset_id": "b", "content_sha256": "c"}},
+               "trajectory_sha256": "s", "commit_seq": 3, "camera_files": {}}
+    manifest = {"schema_version": 1, "format": "lerobot", "instruction": 'Put "it" — é\n in',
+                "runs": ["r"], "episodes": [dict(episode, batch_index=i) for i in range(3)]}
+    for _ in range(2):  # the second time every episode's text comes from the memo
+        assert manifest_bytes(manifest) == json_bytes(manifest)
+    odd = dict(manifest, episodes=[dict(episode, camera_files={"wrist.rgb": "x"}, assets={})])
+    assert manifest_bytes(odd) == json_bytes(odd)
+    assert manifest_bytes(dict(manifest, episodes=[])) == json_bytes(dict(manifest, episodes=[]))
