@@ -556,112 +556,6 @@ def _startup(db: Path, run_id: str) -> None:
     print(f"  heavy modules imported by `runs` (of {', '.join(heavy)}): {found}")
 
 
-def _catalog_of(root: Path, count: int) -> list[Path]:
-    """``count`` distinct packages: the demo catalog's, copied with numbered asset ids."""
-    from runtime.assets.demo_catalog import write_demo_catalog
-
-    demo = write_demo_catalog(root / "demo")
-    packages = []
-    for i in range(count):
-        source = demo[i % len(demo)]
-        target = root / "catalog" / f"{source.name}-{i:04d}"
-        shutil.copytree(source, target)
-        manifest = target / "asset.catalog.json"
-        data = json.loads(manifest.read_text())
-        data["descriptor"]["asset_id"] = f"{data['descriptor']['asset_id']}-{i:04d}"
-        manifest.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        packages.append(target)
-    return packages
-
-
-def _preparation(count: int) -> None:
-    """Cold preparation of ``count`` packages, side by side in one run: a raw copy + SHA-256
-    of the same files; *before*: ``materialize`` per candidate, one fsync per file (the path
-    a preparation took before batching, still taken below ``MIN_PARALLEL`` candidates); one
-    process staging and publishing in chunks (one sync before and one after each chunk's
-    renames); the process pool doing the same. Then the CPU time per package of each."""
-    import hashlib
-    import tempfile
-
-    from domain.assets import AssetQuery, PreparationContext
-    from runtime.assets.providers import DirectoryAssetProvider
-    from runtime.preparation.parallel import WORKERS_ENV, MaterializerPool, materialize_outcome
-    from runtime.syncfs import syncfs_available
-
-    with tempfile.TemporaryDirectory(prefix="bench-history-prep-", dir="/tmp") as tmp:
-        root = Path(tmp)
-        packages = _catalog_of(root, count)
-        provider = DirectoryAssetProvider(root / "catalog")
-        candidates = list(provider.candidates(AssetQuery(None, {}, ()), count))
-        files = [f for p in packages for f in sorted(p.rglob("*")) if f.is_file()]
-
-        def raw() -> None:
-            out = root / "raw"
-            for f in files:
-                data = f.read_bytes()
-                hashlib.sha256(data).hexdigest()
-                target = out / f.relative_to(root)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-
-        def check(outcomes: list) -> None:
-            failed = [o for o in outcomes if isinstance(o, tuple)]
-            if failed:
-                raise SystemExit(f"{len(failed)} packages failed: {failed[0]}")
-
-        def before() -> None:
-            context = PreparationContext(str(root / "cache-before"))
-            check([materialize_outcome(provider, c, context) for c in candidates])
-
-        def pooled(workers: int, tag: str) -> None:
-            os.environ[WORKERS_ENV] = str(workers)
-            context = PreparationContext(str(root / f"cache-{tag}"))
-            with MaterializerPool() as pool:
-                check([o for c in pool.materialize(provider, candidates, context) for o in c])
-
-        cores = os.cpu_count() or 1
-        after = f"{cores} processes (pool + this), batched (after)"
-        timings, cpu = {}, {}
-        for label, run in (
-            ("raw copy + sha256", raw),
-            ("serial, fsync per file (before)", before),
-            ("1 process, batched durability", lambda: pooled(1, "serial")),
-            (after, lambda: pooled(cores, "pool")),
-        ):
-            own = resource.getrusage(resource.RUSAGE_SELF)
-            kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-            started = time.perf_counter()
-            run()
-            timings[label] = time.perf_counter() - started
-            own2 = resource.getrusage(resource.RUSAGE_SELF)
-            kids2 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu[label] = sum(
-                b - a for a, b in ((own.ru_utime, own2.ru_utime), (own.ru_stime, own2.ru_stime),
-                                   (kids.ru_utime, kids2.ru_utime),
-                                   (kids.ru_stime, kids2.ru_stime))
-            )
-        os.environ.pop(WORKERS_ENV, None)
-        identical = all(
-            _tree_bytes(root / "cache-before" / c.name) == _tree_bytes(root / "cache-pool" / c.name)
-            for c in sorted((root / "cache-before").iterdir())
-        )
-    print(f"cold preparation of {count} packages ({len(files)} files, {cores} cores, "
-          f"syncfs {'available' if syncfs_available() else 'unavailable: per-entry fsync'}):")
-    for label, seconds in timings.items():
-        print(f"  {label:<42} {seconds:7.2f} s  {count / seconds:8.1f} packages/s  "
-              f"CPU {1000 * cpu[label] / count:6.1f} ms/package")
-    slow = timings["serial, fsync per file (before)"]
-    raw_s = timings["raw copy + sha256"]
-    print(f"  speed-up after/before: {slow / timings[after]:.2f}x (goal >= 4x); after costs "
-          f"{timings[after] / raw_s:.0f}x raw copy + hash (before: {slow / raw_s:.0f}x); "
-          f"published snapshots byte-identical to before: {identical}")
-
-
-def _tree_bytes(folder: Path) -> dict[str, bytes]:
-    return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*"))
-            if f.is_file()}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
@@ -669,8 +563,6 @@ def main() -> None:
     parser.add_argument("--child-resume", nargs=2)
     parser.add_argument("--child-report", nargs=3)
     parser.add_argument("--child-append", nargs=2)
-    parser.add_argument("--packages", type=int, default=1000,
-                        help="packages in the cold-preparation figure (0 skips it)")
     args = parser.parse_args()
     if args.child_cli:
         _child_cli(args.child_cli)
@@ -724,9 +616,6 @@ def main() -> None:
     print()
     small_db, small_run, _ = _build(sizes[0])
     _startup(small_db, small_run)
-    if args.packages:
-        print()
-        _preparation(args.packages)
 
 
 if __name__ == "__main__":
