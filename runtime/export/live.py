@@ -47,6 +47,13 @@ _BUILD_SWITCH_INTERVAL_S = 0.0005
 # fsyncs (trajectories, the log) wait behind them; with batches of a second or less, one
 # version per batch would tie the collector to the dataset's disk traffic.
 MIN_BUILD_INTERVAL_S = 1.0
+# ... and no sooner than its own duration times (1 / MAX_BUILD_DUTY - 1): a build whose cost
+# grows with the dataset (robomimic copies and re-hashes its one file) is kept to at most this
+# share of the collection's wall time, whatever the dataset's size. Much of a build holds the
+# GIL (h5py runs under its own lock with the GIL held), so its busy time is time the collector
+# thread cannot run; the dataset lags the log by at most that idle time, and `finish` brings
+# it up to date at once.
+MAX_BUILD_DUTY = 0.04
 
 
 class _ShortSwitchInterval:
@@ -85,10 +92,14 @@ class LiveDatasets:
         *,
         before_publish: Callable[[], None] = lambda: None,
         min_interval_s: float = MIN_BUILD_INTERVAL_S,
+        max_duty: float = MAX_BUILD_DUTY,
     ) -> None:
+        if not 0 < max_duty <= 1:
+            raise ValueError(f"max_duty must be in (0, 1], not {max_duty!r}")
         self.run_id = run_id
         self.before_publish = before_publish
         self.min_interval_s = min_interval_s
+        self.max_duty = max_duty
         self._idle_until = 0.0  # time.monotonic() before which no build starts (bar finish)
         self._flush = False
         self.specs = tuple(specs)
@@ -164,6 +175,7 @@ class LiveDatasets:
                 if self._stopped:
                     return
                 version, self._wanted, self._busy = self._wanted, None, True
+            started = time.monotonic()
             try:
                 with _ShortSwitchInterval():
                     events = self._update(version)
@@ -175,7 +187,10 @@ class LiveDatasets:
             with self._lock:
                 self._outbox.extend(events)
                 self._busy = False
-                self._idle_until = time.monotonic() + self.min_interval_s
+                ended = time.monotonic()
+                self._idle_until = ended + max(
+                    self.min_interval_s, (ended - started) * (1 / self.max_duty - 1)
+                )
                 self._lock.notify_all()
 
     def _events_up_to(self, version: int) -> list[Any]:

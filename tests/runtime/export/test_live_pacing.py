@@ -1,5 +1,6 @@
 """How a live dataset paces its builds: the GIL switch interval while one runs, and the minimum
-interval between two (which `finish` does not wait for)."""
+interval between two (which `finish` does not wait for): a fixed floor, and a multiple of the
+last build's duration so builds never take more than their share of the collection."""
 
 from __future__ import annotations
 
@@ -64,3 +65,52 @@ def test_requests_within_the_interval_build_together_and_finish_builds_at_once(
         assert built == [1, 3] and time.monotonic() - start < 30
     finally:
         live.close()
+
+
+def test_a_slow_build_waits_in_proportion_to_its_duration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+    from pathlib import Path
+
+    from runtime.export.dataset import DatasetSpec
+    from runtime.export.live import LiveDatasets
+
+    started: list[float] = []
+    ended: list[float] = []
+    first, second = threading.Event(), threading.Event()
+
+    def slow_update(self: LiveDatasets, version: int) -> list:
+        started.append(time.monotonic())
+        first.set()
+        time.sleep(0.2)
+        ended.append(time.monotonic())
+        if len(started) == 2:
+            second.set()
+        return [("DatasetUpdated", {"version": version})]
+
+    monkeypatch.setattr(LiveDatasets, "_update", slow_update)
+    live = LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
+                        min_interval_s=0.0, max_duty=0.25)  # idle >= 3x the last build
+    try:
+        live.request(1)
+        assert first.wait(30)
+        live.request(2)  # arrives while the first build runs
+        assert second.wait(30)
+        assert started[1] - ended[0] >= 3 * (ended[0] - started[0]) - 0.01
+        assert live.finish() == [("DatasetUpdated", {"version": 1}),
+                                 ("DatasetUpdated", {"version": 2})]
+    finally:
+        live.close()
+
+
+def test_a_duty_outside_zero_to_one_is_refused() -> None:
+    from pathlib import Path
+
+    from runtime.export.dataset import DatasetSpec
+    from runtime.export.live import LiveDatasets
+
+    with pytest.raises(ValueError, match=r"max_duty must be in \(0, 1\], not 0"):
+        LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
+                     max_duty=0)
