@@ -25,11 +25,10 @@ import structlog
 from domain.errors import AssetcastInputError
 from runtime.collection import (
     CollectionResult,
-    end_session,
     refuse_bad_collection_input,
     run_collection,
 )
-from runtime.collection.collect_prepared import collect_verified
+from runtime.collection.collect_prepared import collect_verified, leased_session
 from runtime.collection.executors.options import ExecutorOptions
 from runtime.collection.plan import plan_from_state
 from runtime.collection.recordings import verify_committed
@@ -147,17 +146,11 @@ def _resume_collection(
 ) -> Any:
     """Failed-from-prepared or collecting/failed-from-collecting: (repair,) RunResumed, then
     collect, all in one session."""
-    session = CollectorSession.open(store, run_id)
-    try:
-        result = _resume_under_lease(
+    with leased_session(store, run_id) as session:
+        return _resume_under_lease(
             run_id, store=store, session=session, repair=repair, on_repaired=on_repaired,
             **collect_kwargs,
         )
-    except BaseException as error:
-        end_session(session, error)
-        raise
-    end_session(session, None)
-    return result
 
 
 def _resume_under_lease(

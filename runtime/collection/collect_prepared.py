@@ -7,7 +7,8 @@ taken; the session itself is :func:`runtime.collection.session_run.run_collectio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from domain.task import CheckSpec
@@ -27,6 +28,19 @@ def end_session(session: CollectorSession, error: BaseException | None) -> None:
         if error is None:
             raise
         error.add_note(f"Releasing the run lease also failed: {release_error}")
+
+
+@contextmanager
+def leased_session(store: Any, run_id: str) -> Iterator[CollectorSession]:
+    """The run's lease for the body of a ``with``, released however the body ends (see
+    :func:`end_session`): every session that collects, resumes or repairs opens this way."""
+    session = CollectorSession.open(store, run_id)
+    try:
+        yield session
+    except BaseException as error:
+        end_session(session, error)
+        raise
+    end_session(session, None)
 
 
 def collect(
@@ -85,8 +99,7 @@ def collect_verified(run_id: str, *, store: Any, **collect_kwargs: Any) -> Colle
     """:func:`collect` for a caller that already verified the chain and brought the executor
     up (resume, right after finishing the preparation it checked): the lease, then the
     session."""
-    session = CollectorSession.open(store, run_id)
-    try:
+    with leased_session(store, run_id) as session:
         state = store.state(run_id)
         if state.state != "prepared":
             hint = (
@@ -95,9 +108,4 @@ def collect_verified(run_id: str, *, store: Any, **collect_kwargs: Any) -> Colle
                 else "there is nothing left to collect"
             )
             raise CollectionRefused(f"run {run_id} is {state.state}, not prepared; {hint}")
-        result = run_collection(run_id, store=store, session=session, **collect_kwargs)
-    except BaseException as error:
-        end_session(session, error)
-        raise
-    end_session(session, None)
-    return result
+        return run_collection(run_id, store=store, session=session, **collect_kwargs)

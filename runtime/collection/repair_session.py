@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from runtime.collection.collect_prepared import end_session
+from runtime.collection.collect_prepared import leased_session
 from runtime.collection.plan import CollectionPlan, CollectionRefused, plan_from_state
 from runtime.collection.repair import RestoredEpisode, repair_committed, repair_event
 from runtime.collection.repair_scan import RepairScan, scan_committed
@@ -45,23 +45,16 @@ def repair_run(
     `CommittedFilesRepaired` event. Refuses a broken chain or altered deployments/snapshots
     first, like resume, unless ``verified`` says that was just checked."""
     verified_or_check(run_id, store, verified)
-    session = CollectorSession.open(store, run_id)
-    try:
+    with leased_session(store, run_id) as session:
         state = store.state(run_id)
         try:
             plan = plan_from_state(run_id, state)
         except CollectionRefused:  # nothing was ever materialized: nothing committed
-            result = RepairResult(run_id, ())
-        else:
-            result = repair_under_lease(
-                plan, store=store, session=session, version=state.version,
-                environment_factory=environment_factory, scan=scan_committed(plan),
-            )
-    except BaseException as error:
-        end_session(session, error)
-        raise
-    end_session(session, None)
-    return result
+            return RepairResult(run_id, ())
+        return repair_under_lease(
+            plan, store=store, session=session, version=state.version,
+            environment_factory=environment_factory, scan=scan_committed(plan),
+        )
 
 
 def repair_under_lease(
