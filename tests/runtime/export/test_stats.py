@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime.export.stats import QUANTILE_KEYS, QUANTILES, episode_stats, segment_stats
+from runtime.export import stats
+from runtime.export.stats import QUANTILE_KEYS, QUANTILES, STAT_KEYS, segment_stats
 
 
 def _whole_matrix_stats(values: np.ndarray, lengths: list[int]) -> dict[str, np.ndarray]:
@@ -38,15 +39,26 @@ def _whole_matrix_stats(values: np.ndarray, lengths: list[int]) -> dict[str, np.
     return out
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_segment_stats_equal_the_whole_matrix_computation_bit_for_bit(seed: int) -> None:
+def _random_segments(seed: int) -> tuple[np.ndarray, list[int]]:
     rng = np.random.default_rng(seed)
-    lengths = [int(n) for n in rng.integers(1, 400, size=9)] + [1, 2]
+    lengths = [int(n) for n in rng.integers(1, 400, size=9)] + [1, 2, 1]
     values = rng.standard_normal((sum(lengths), 11)) * 10.0 ** rng.integers(-8, 8, size=11)
     values[:, 3] = np.round(values[:, 3])  # many ties
     values[:: 7, 4] = -0.0
     values[1:: 7, 4] = 0.0
     values[:, 5] = np.arange(len(values)) / 30.0  # sorted already, like timestamps
+    values[:, 6] = 7.0  # constant, like a task index
+    return values, lengths
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("chunk_values", [1, 300, 1 << 17])
+def test_segment_stats_equal_the_whole_matrix_computation_bit_for_bit(
+    seed: int, chunk_values: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However many segments one reduction call covers (one, a few, all)."""
+    monkeypatch.setattr(stats, "_CHUNK_VALUES", chunk_values)
+    values, lengths = _random_segments(seed)
     got = segment_stats(values, lengths)
     expected = _whole_matrix_stats(values, lengths)
     assert got.keys() == expected.keys()
@@ -55,17 +67,30 @@ def test_segment_stats_equal_the_whole_matrix_computation_bit_for_bit(seed: int)
         assert got[key].tobytes() == expected[key].tobytes(), key
 
 
-def test_episode_stats_give_each_feature_its_columns_as_lists() -> None:
-    blocks = [
-        {"a": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 9.0]]), "flag": np.array([[True]] * 3)},
-        {"a": np.array([[0.5, -1.0]]), "flag": np.array([[False]])},
-    ]
-    stats = episode_stats(blocks, ["a", "flag"])
-    assert stats[0]["a"]["min"] == [1.0, 2.0]
-    assert stats[0]["a"]["max"] == [5.0, 9.0]
-    assert stats[0]["a"]["mean"] == [3.0, 5.0]
-    assert stats[0]["a"]["q50"] == [3.0, 4.0]
-    assert stats[0]["a"]["count"] == [3]
-    assert stats[1]["a"]["q99"] == [0.5, -1.0]
-    assert stats[1]["flag"]["mean"] == [0.0]
-    assert stats[0]["flag"]["std"] == [0.0]
+@pytest.mark.parametrize("lengths", [[1], [1, 1, 1], [5, 1, 2]])
+def test_one_frame_episodes_and_width_one_features(lengths: list[int]) -> None:
+    values = np.arange(sum(lengths), dtype=np.float64)[:, None] * 1.5
+    got = segment_stats(values, lengths)
+    expected = _whole_matrix_stats(values, lengths)
+    for key in expected:
+        assert got[key].tobytes() == expected[key].tobytes(), key
+    assert got["min"].shape == (len(lengths), 1)
+    first = 0
+    for number, count in enumerate(lengths):
+        episode = values[first : first + count, 0]
+        first += count
+        assert got["min"][number, 0] == episode.min() and got["max"][number, 0] == episode.max()
+        assert got["mean"][number, 0] == pytest.approx(episode.mean())
+        for key, q in zip(QUANTILE_KEYS, QUANTILES, strict=True):
+            assert got[key][number, 0] == pytest.approx(np.quantile(episode, q))
+
+
+def test_image_stats_are_per_channel_in_lerobots_shape() -> None:
+    frames = np.zeros((2, 8, 8, 3), dtype=np.uint8)
+    frames[..., 1] = 255
+    frames[1, ..., 2] = 51
+    got = stats.image_stats(frames)
+    assert got["count"] == [2]
+    assert got["min"] == [[[0.0]], [[1.0]], [[0.0]]]
+    assert got["max"] == [[[0.0]], [[1.0]], [[pytest.approx(0.2)]]]
+    assert set(got) == set(STAT_KEYS)
