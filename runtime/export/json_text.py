@@ -24,32 +24,35 @@ class _Unhandled(Exception):
     pass
 
 
-def _scalar(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_STRING = json.encoder.encode_basestring  # the C function, as the standard encoder uses
 
 
 def _indented(value: Any, depth: int) -> str:
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is str:
+        return _STRING(value)
+    if kind is dict:
         if not value:
             return "{}"
         inner = "\n" + _INDENT * (depth + 1)
         parts = []
         for key, item in value.items():
-            if not isinstance(key, str):
+            if type(key) is not str:
                 raise _Unhandled
-            parts.append(_scalar(key) + ": " + _indented(item, depth + 1))
+            parts.append(_STRING(key) + ": " + _indented(item, depth + 1))
         return "{" + inner + ("," + inner).join(parts) + "\n" + _INDENT * depth + "}"
-    if isinstance(value, list | tuple):
+    if kind is list or kind is tuple:
         if not value:
             return "[]"
         inner = "\n" + _INDENT * (depth + 1)
         if all(type(item) in _NUMBERS for item in value):
-            return "[" + inner + _scalar(list(value))[1:-1].replace(", ", "," + inner) + (
-                "\n" + _INDENT * depth + "]")
-        return ("[" + inner + ("," + inner).join(_indented(item, depth + 1) for item in value)
-                + "\n" + _INDENT * depth + "]")
-    if value is None or isinstance(value, str | bool | int | float):
-        return _scalar(value)
+            text = _ENCODER.encode(value)[1:-1].replace(", ", "," + inner)
+        else:
+            text = ("," + inner).join(_indented(item, depth + 1) for item in value)
+        return "[" + inner + text + "\n" + _INDENT * depth + "]"
+    if value is None or kind in (bool, int, float):
+        return _ENCODER.encode(value)
     raise _Unhandled
 
 

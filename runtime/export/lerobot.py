@@ -49,7 +49,6 @@ from runtime.export.lerobot_frames import (
     frame_matrix,
     frame_table,
 )
-from runtime.export.publish import worker_pool
 from runtime.export.sink import FileSink
 from runtime.export.stats import (
     STAT_KEYS,
@@ -222,11 +221,10 @@ def write_lerobot(
         rows = _episode_rows(groups, reused, source, lengths, starts, videos, data, fps, sink,
                              previous)
         table = extended_table(old, reused, rows, keys, widths, fresh_stats)
-        # The widest file (ten stats columns per feature) and the last one ready: a thread of
-        # its own starts it at once, not behind the data files.
-        encoding.append(worker_pool("parquet-meta", 1).submit(
-            sink.write_with, EPISODES_FILE, _parquet_bytes, table.table
-        ))
+        # The widest file (ten stats columns per feature) and the last table ready: encoded
+        # here at once, not queued behind the data files, and with no GIL handover between
+        # its steps (a worker waits for this thread's switch interval at every one).
+        sink.write(EPISODES_FILE, _parquet_bytes(table.table))
         _write_summaries(source, sink, table, features, layout, videos, data, fps, starts,
                          robot_type)
         if manifest is not None:
@@ -336,6 +334,8 @@ def _write_summaries(
 
 
 def _encoders() -> ThreadPoolExecutor:
+    from runtime.export.publish import worker_pool
+
     return worker_pool("parquet", 2)
 
 

@@ -3,9 +3,8 @@
 A LeRobot dataset is a directory, so ``DIR`` is a symbolic link to a complete version
 directory ``.<name>.assetcast/<digest>`` beside it. A new version is written into a temporary
 directory there (files it shares with the previous version are hard links, nothing to write),
-renamed to its digest, and made durable in one pass: every new file (a big version's files
-start syncing in batches while the rest is written; the rename does not wait for them),
-every folder of the version
+renamed to its digest, and made durable in one pass: every new file (each one's sync starts
+as soon as it is written, and the rename does not wait for them), every folder of the version
 and the folder holding the rename are fsynced at once, from a small thread pool, so the file
 system commits them together (one journal commit instead of one per entry; unlike
 ``syncfs`` it never waits for other processes' dirty data). Only then is it published by
@@ -44,7 +43,6 @@ TEMP_PREFIX = "tmp-"
 
 _SYNC_THREADS = 16
 _MAX_OPEN_SYNCS = 64  # files opened for a background sync and not yet synced, at most
-_SYNC_BATCH = 32  # files whose syncs start together
 
 
 _POOLS: dict[tuple[str, int], ThreadPoolExecutor] = {}
@@ -90,47 +88,31 @@ def _fsync_and_close(fd: int) -> None:
 
 
 class BackgroundSync:
-    """fsyncs the files of a new version on worker threads: each file is opened when it is
-    announced (so its sync still reaches it after its folder is renamed) and synced in
-    batches of ``_SYNC_BATCH``, the last batch when :meth:`wait` is called; :meth:`wait`
-    returns once every announced file is durable (or raises the first failure). Batches,
-    not one sync per file as soon as it is written: a sync in flight makes the writer's next
-    file creations wait for the journal commit it triggers, which costs a version of a few
-    small files more than flushing them all together at the end; a version of many files
-    (videos) still flushes its first batches while the rest is written."""
+    """fsyncs each file of a new version as soon as it is written, on worker threads, so the
+    disk flushes while the writer computes the next file; :meth:`wait` returns once every
+    submitted file is durable (or raises the first failure). Each file is opened when it is
+    announced, so its sync still reaches it after its folder is renamed."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self._held: list[int] = []  # open, not yet submitted
         self._pending: list[Any] = []
         self._settled = 0  # leading futures of _pending known to be finished
         self.synced: set[str] = set()
 
     def written(self, path: Path) -> None:
-        while len(self._held) + len(self._pending) - self._settled >= _MAX_OPEN_SYNCS:
-            if self._settled < len(self._pending):  # bound the open fds
-                self._pending[self._settled].result()
-                self._settled += 1
-            else:
-                self._start()
-        self._held.append(os.open(path, os.O_RDONLY))
+        while len(self._pending) - self._settled >= _MAX_OPEN_SYNCS:  # bound the open fds
+            self._pending[self._settled].result()
+            self._settled += 1
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            self._pending.append(_sync_pool().submit(_fsync_and_close, fd))
+        except BaseException:
+            os.close(fd)
+            raise
         self.synced.add(path.relative_to(self.root).as_posix())
-        if len(self._held) >= _SYNC_BATCH:
-            self._start()
-
-    def _start(self) -> None:
-        held, self._held = self._held, []
-        for number, fd in enumerate(held):
-            try:
-                self._pending.append(_sync_pool().submit(_fsync_and_close, fd))
-            except BaseException:
-                for unsent in held[number:]:
-                    os.close(unsent)
-                raise
 
     def wait(self) -> frozenset[str]:
-        """Block until every announced file is on disk; return their relative paths."""
-        self._start()
+        """Block until every submitted file is on disk; return their relative paths."""
         pending, self._pending, self._settled = self._pending, [], 0
         for future in pending:
             future.result()
@@ -138,9 +120,6 @@ class BackgroundSync:
 
     def wait_quietly(self) -> None:
         """Let in-flight syncs finish before their files are removed (errors are moot)."""
-        held, self._held = self._held, []
-        for fd in held:
-            os.close(fd)
         for future in self._pending:
             with contextlib.suppress(OSError):
                 future.result()
