@@ -7,8 +7,9 @@ does not pay for MuJoCo's environment and torch's recorder.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from runtime.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "CONTROL_DECIMATION": "runtime.sim.environment",
@@ -49,13 +50,7 @@ if TYPE_CHECKING:
     from runtime.sim.skills import register_skill, registered_skills
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [
