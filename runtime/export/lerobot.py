@@ -84,14 +84,15 @@ _PARQUET_OPTIONS: dict[str, Any] = {
 }
 
 
-def _parquet_bytes(table: pa.Table) -> bytes:
+def _parquet_bytes(table: pa.Table) -> memoryview:
+    """The file's bytes, as a view of Arrow's buffer (written and hashed without a copy)."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=max(table.num_rows, 1), **_PARQUET_OPTIONS)
-    return sink.getvalue().to_pybytes()
+    return memoryview(sink.getvalue())
 
 
 @functools.lru_cache(maxsize=16)
-def _tasks_bytes(instruction: str) -> bytes:
+def _tasks_bytes(instruction: str) -> memoryview:
     return _parquet_bytes(_tasks_table(instruction))
 
 
@@ -194,8 +195,6 @@ def write_lerobot(
     groups = data_groups(batch_keys, lengths, row_bytes)
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64).tolist()
     written, linked = _data_files(groups, reused, old)
-    needed = sorted({i for n in written for i in groups[n]} | set(fresh))
-    frames = frame_matrix(columns, features, [(i, data(i)) for i in needed], starts, fps, stride)
     # Every folder exists before the first file is written: once files' syncs are in flight,
     # a mkdir waits for the journal commit they trigger.
     sink.make_folders(
@@ -205,19 +204,29 @@ def write_lerobot(
     )
     for n in linked:
         previous.link_into(sink, _data_path(n))  # type: ignore[union-attr]
-    # Data files are encoded on worker threads (pyarrow releases the GIL) while this thread
-    # computes the stats and metadata. Their tables are built here: a worker that needs the
-    # GIL for numpy's small steps trades it with this thread, and every handover costs.
-    encoding = [
-        _encoders().submit(sink.write_with, _data_path(n), _parquet_bytes,
-                           frame_table(frames, groups[n], features))
-        for n in written
-    ]
+    # One data file at a time: its frames as one matrix (the file's table is a cast of it,
+    # its new episodes' stats are segment reductions over it), its encoding on a worker
+    # thread (pyarrow releases the GIL) while this thread goes on with the next. The table
+    # is built here: a worker needing the GIL for numpy's small steps would trade it with
+    # this thread, and every handover costs; and one file's matrix at a time stays small
+    # (fresh pages of a big one cost a page fault per 4 KiB).
+    encoding = []
+    parts = []
     try:
+        for n in written:
+            group = groups[n]
+            frames = frame_matrix(columns, features, [(i, data(i)) for i in group], starts, fps,
+                                  stride)
+            table_of_file = frame_table(frames, group, features)
+            encoding.append(_encoders().submit(
+                sink.write_with, _data_path(n), _parquet_bytes, table_of_file
+            ))
+            new_here = [i for i in group if i >= reused]
+            if new_here:
+                parts.append(segment_stats(frames.rows(new_here), [lengths[i] for i in new_here]))
         keys = tuple(features)
         widths = [feature["shape"][0] for feature in features.values()]
-        fresh_stats = (segment_stats(frames.rows(fresh), [lengths[i] for i in fresh])
-                       if fresh else _no_stats(sum(widths)))
+        fresh_stats = _joined(parts, sum(widths))
         rows = _episode_rows(groups, reused, source, lengths, starts, videos, data, fps, sink,
                              previous)
         table = extended_table(old, reused, rows, keys, widths, fresh_stats)
@@ -237,10 +246,15 @@ def write_lerobot(
     return {"total_episodes": len(episodes), "total_frames": starts[-1]}
 
 
-def _no_stats(width: int) -> dict[str, np.ndarray]:
-    out = {stat: np.empty((0, width)) for stat in STAT_KEYS if stat != "count"}
-    out["count"] = np.empty(0, dtype=np.int64)
-    return out
+def _joined(parts: list[dict[str, np.ndarray]], width: int) -> dict[str, np.ndarray]:
+    """Per-file stats matrices of consecutive episodes, one after the other."""
+    if not parts:
+        out = {stat: np.empty((0, width)) for stat in STAT_KEYS if stat != "count"}
+        out["count"] = np.empty(0, dtype=np.int64)
+        return out
+    if len(parts) == 1:
+        return parts[0]
+    return {stat: np.concatenate([part[stat] for part in parts]) for stat in STAT_KEYS}
 
 
 def _data_path(file_number: int) -> str:

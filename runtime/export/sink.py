@@ -25,7 +25,7 @@ class FileSink:
         self._lock = threading.Lock()  # files may be written from encoder threads
         self._folders: set[Path] = set()
 
-    def write(self, relpath: str, data: bytes) -> None:
+    def write(self, relpath: str, data: bytes | memoryview) -> None:
         target = self.root / relpath
         self._make_parent(target)
         target.write_bytes(data)
@@ -36,7 +36,9 @@ class FileSink:
             self.files[relpath] = digest
             self.bytes_written += len(data)
 
-    def write_with(self, relpath: str, encode: Callable[[Any], bytes], value: Any) -> None:
+    def write_with(
+        self, relpath: str, encode: Callable[[Any], bytes | memoryview], value: Any
+    ) -> None:
         """:meth:`write` of ``encode(value)`` (a job for an encoder thread)."""
         self.write(relpath, encode(value))
 

@@ -13,6 +13,7 @@ same episodes always give the same numbers, however the dataset was built up.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,76 +24,47 @@ QUANTILE_KEYS = tuple(f"q{int(round(q * 100)):02d}" for q in QUANTILES)
 STAT_KEYS = ("min", "max", "mean", "std", "count", *QUANTILE_KEYS)
 
 
-_CHUNK_VALUES = 1 << 17  # segment reductions run over about this many values at a time
-
-
 def segment_stats(matrix: np.ndarray, lengths: Sequence[int]) -> dict[str, np.ndarray]:
     """Exact stats of consecutive row segments of ``[frames, width]`` values: every entry is
     ``[segments, width]`` (``count``: ``[segments]``). Quantiles interpolate linearly.
 
-    min/max/mean/std are segment reductions (``reduceat``) over runs of whole segments of
-    about ``_CHUNK_VALUES`` values at a time (one numpy call per statistic for several short
-    segments; the temporaries stay in cache: over a whole matrix of a few MB the same calls
-    cost twice the CPU here), quantiles come from each segment's columns sorted in a
-    lane padded with NaN (sorted last): the same numbers, bit for bit, as the reductions and
-    the padded cube sort over the whole matrix that define them (tests/runtime/export/
-    test_stats.py). A sort, not ``np.partition``: numpy's SIMD sort of a few hundred values
-    is faster than selecting the ten order statistics the five quantiles need."""
+    One segment at a time, with the same operations as over the whole matrix (a reduction
+    over each segment's rows, its deviations from its own mean), so the numbers are the same;
+    only the temporaries shrink to one segment's size (fresh arrays of the whole matrix cost
+    a page fault per 4 KiB). Each column's values are sorted in a lane padded with NaN
+    (sorted last) to the longest segment; a sort, not ``np.partition``: numpy's SIMD sort of
+    a few hundred values is faster than selecting the ten order statistics the quantiles
+    need."""
     values = np.asarray(matrix, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     counts = np.asarray(lengths, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.intp)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
     segments, width = len(counts), values.shape[1]
     out = {key: np.empty((segments, width)) for key in STAT_KEYS if key != "count"}
     out["count"] = counts
-    chunk_rows = max(_CHUNK_VALUES // max(width, 1), 1)
-    first = 0
-    while first < segments:
-        last = int(np.searchsorted(starts, starts[first] + chunk_rows, side="right")) - 1
-        last = max(last, first + 1)
-        _reduce_segments(values, starts[first : last + 1], out, first)
-        first = last
-    _quantiles(values, starts, counts, out)
-    return out
-
-
-def _reduce_segments(
-    values: np.ndarray, bounds: np.ndarray, out: dict[str, np.ndarray], first: int
-) -> None:
-    """min/max/mean/std of the segments between consecutive ``bounds`` (rows of ``values``),
-    written to rows ``first...`` of ``out``."""
-    rows = values[bounds[0] : bounds[-1]]
-    local = (bounds[:-1] - bounds[0]).astype(np.intp)
-    counts = np.diff(bounds)
-    done = slice(first, first + len(counts))
-    mean = np.add.reduceat(rows, local, axis=0) / counts[:, None]
-    spread = rows - np.repeat(mean, counts, axis=0)
-    np.multiply(spread, spread, out=spread)
-    out["mean"][done] = mean
-    out["std"][done] = np.sqrt(np.add.reduceat(spread, local, axis=0) / counts[:, None])
-    out["min"][done] = np.minimum.reduceat(rows, local, axis=0)
-    out["max"][done] = np.maximum.reduceat(rows, local, axis=0)
-
-
-def _quantiles(
-    values: np.ndarray, starts: np.ndarray, counts: np.ndarray, out: dict[str, np.ndarray]
-) -> None:
-    width = values.shape[1]
     lane = np.empty((width, int(counts.max())))
-    quantiles = np.asarray(QUANTILES)
-    for number, count in enumerate(counts.tolist()):
-        start = int(starts[number])
-        lane[:, :count] = values[start : start + count].T
+    first = [0]
+    for number, (start, count) in enumerate(zip(starts.tolist(), counts.tolist(), strict=True)):
+        rows = values[start : start + count]
+        mean = np.add.reduceat(rows, first, axis=0)[0] / count
+        spread = rows - mean
+        np.multiply(spread, spread, out=spread)
+        out["mean"][number] = mean
+        out["std"][number] = np.sqrt(np.add.reduceat(spread, first, axis=0)[0] / count)
+        out["min"][number] = np.minimum.reduceat(rows, first, axis=0)[0]
+        out["max"][number] = np.maximum.reduceat(rows, first, axis=0)[0]
+        lane[:, :count] = rows.T
         lane[:, count:] = np.nan
         lane.sort(axis=-1)
-        position = quantiles * (count - 1)
-        low = np.floor(position).astype(np.intp)
-        high = np.minimum(low + 1, count - 1)
-        weight = position - low
-        picked = lane[:, low] * (1.0 - weight) + lane[:, high] * weight  # [width, quantiles]
-        for column, key in enumerate(QUANTILE_KEYS):
-            out[key][number] = picked[:, column]
+        last = count - 1
+        for key, q in zip(QUANTILE_KEYS, QUANTILES, strict=True):
+            position = q * last
+            low = math.floor(position)
+            high = min(low + 1, last)
+            weight = position - low
+            out[key][number] = lane[:, low] * (1.0 - weight) + lane[:, high] * weight
+    return out
 
 
 IMAGE_PIXEL_STEP = 4  # every 4th row and column: LeRobot, too, samples images for stats

@@ -79,13 +79,13 @@ def test_columnar_table_is_the_per_episode_table(lengths: list[int]) -> None:
     table = build_table(rows, KEYS, WIDTHS, matrices)
     expected = _per_episode_table(rows, matrices)
     assert table.equals(expected)
-    assert _parquet_bytes(table) == _parquet_bytes(expected)
+    assert bytes(_parquet_bytes(table)) == bytes(_parquet_bytes(expected))
 
 
 def test_matrices_derived_from_the_file_equal_the_ones_it_was_built_from(tmp_path: Path) -> None:
     rows, matrices = _case(7, [5, 1, 3])
     path = tmp_path / "episodes.parquet"
-    path.write_bytes(_parquet_bytes(build_table(rows, KEYS, WIDTHS, matrices)))
+    path.write_bytes(bytes(_parquet_bytes(build_table(rows, KEYS, WIDTHS, matrices))))
     parsed = EpisodesTable(pq.read_table(path))
     derived = parsed.matrices(KEYS)
     assert derived.keys() == matrices.keys()
@@ -96,13 +96,13 @@ def test_matrices_derived_from_the_file_equal_the_ones_it_was_built_from(tmp_pat
 @pytest.mark.parametrize("from_disk", [False, True])
 def test_an_extended_table_is_the_table_built_whole(tmp_path: Path, from_disk: bool) -> None:
     rows, matrices = _case(3, [4, 1, 6, 2, 9])
-    whole = _parquet_bytes(build_table(rows, KEYS, WIDTHS, matrices))
+    whole = bytes(_parquet_bytes(build_table(rows, KEYS, WIDTHS, matrices)))
     first = {stat: value[:3] for stat, value in matrices.items()}
     written = EpisodesTable(build_table(rows[:3], KEYS, WIDTHS, first), {KEYS: first})
     previous = written
     if from_disk:
         path = tmp_path / "previous.parquet"
-        path.write_bytes(_parquet_bytes(written.table))
+        path.write_bytes(bytes(_parquet_bytes(written.table)))
         remember("another version", written)  # nothing of this process is reused
         previous = _read(path, "digest of the file")  # type: ignore[assignment]
         assert previous is not written and not previous._matrices  # parsed, not remembered
@@ -111,7 +111,7 @@ def test_an_extended_table_is_the_table_built_whole(tmp_path: Path, from_disk: b
         again = {stat: value[reused:] for stat, value in matrices.items()}
         extended = extended_table(previous, reused, rows[reused:], KEYS, WIDTHS,
                                   fresh if reused == 3 else again)
-        assert _parquet_bytes(extended.table) == whole, reused
+        assert bytes(_parquet_bytes(extended.table)) == whole, reused
         assert pq.read_table(io.BytesIO(whole)).num_rows == extended.num_rows
         for stat in matrices:
             got = extended.matrices(KEYS)[stat].astype(np.float64)
@@ -119,4 +119,4 @@ def test_an_extended_table_is_the_table_built_whole(tmp_path: Path, from_disk: b
     # Nothing new at all: the previous rows alone, built whole again.
     none = {stat: value[:0] for stat, value in matrices.items()}
     alone = extended_table(previous, 3, [], KEYS, WIDTHS, none)
-    assert _parquet_bytes(alone.table) == _parquet_bytes(written.table)
+    assert bytes(_parquet_bytes(alone.table)) == bytes(_parquet_bytes(written.table))

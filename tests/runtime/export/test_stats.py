@@ -52,12 +52,7 @@ def _random_segments(seed: int) -> tuple[np.ndarray, list[int]]:
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("chunk_values", [1, 300, 1 << 17])
-def test_segment_stats_equal_the_whole_matrix_computation_bit_for_bit(
-    seed: int, chunk_values: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """However many segments one reduction call covers (one, a few, all)."""
-    monkeypatch.setattr(stats, "_CHUNK_VALUES", chunk_values)
+def test_segment_stats_equal_the_whole_matrix_computation_bit_for_bit(seed: int) -> None:
     values, lengths = _random_segments(seed)
     got = segment_stats(values, lengths)
     expected = _whole_matrix_stats(values, lengths)
