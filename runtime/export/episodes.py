@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -166,9 +167,15 @@ class DatasetSource:
         file release the GIL); the first episode (in order) that fails raises."""
         if len(episodes) < 2:
             return [self.load(e) for e in episodes]
+        return [future.result() for future in self.loading(episodes)]
+
+    def loading(self, episodes: Sequence[CommittedEpisode]) -> list[Future[EpisodeData]]:
+        """:meth:`load` of each episode started on the load threads (in order, several at a
+        time); each future gives that episode's data or its verification error."""
         from runtime.export.publish import worker_pool
 
-        return list(worker_pool("load", _LOAD_THREADS).map(self.load, episodes))
+        pool = worker_pool("load", _LOAD_THREADS)
+        return [pool.submit(self.load, episode) for episode in episodes]
 
     @cached_property
     def first_deployment(self) -> Path:

@@ -164,66 +164,86 @@ def write_lerobot(
     (when given) is written as ``meta/assetcast.json``."""
     episodes = source.episodes
     reused = previous.reusable_prefix(manifest) if previous and manifest else 0
+    fresh = range(reused, len(episodes))
+    wanted = sorted({0, *fresh})
+    # Every wanted trajectory is read and verified on the load threads at once, in order;
+    # this thread writes each batch's data file as soon as its episodes are in.
+    loading = dict(zip(wanted, source.loading([episodes[i] for i in wanted]), strict=True))
     loaded: dict[int, EpisodeData] = {}
 
     def data(i: int) -> EpisodeData:
         if i not in loaded:
-            loaded[i] = source.load(episodes[i])
+            future = loading.get(i)
+            loaded[i] = future.result() if future is not None else source.load(episodes[i])
         return loaded[i]
 
-    fresh = range(reused, len(episodes))
-    wanted = sorted({0, *fresh})
-    loaded.update(zip(wanted, source.load_many([episodes[i] for i in wanted]), strict=True))
-    # The first episode fixes the layout, as in a whole export; new ones must share it.
-    named = [(_episode_name(episodes[i]), data(i)) for i in wanted]
-    # MuJoCo's full state is robomimic's `states`; a LeRobot policy sees observations only.
-    columns = tuple(c for c in common_columns(named) if c.kind != "state")
-    layout = camera_layout(named)
-    rate = control_fps(named)
-    if rate % layout.stride:
-        raise TaskMismatch(f"cameras record every {layout.stride} steps of {rate} frames/s: "
-                           "not a whole number of frames/s")
-    fps = rate // layout.stride
-    stride = layout.stride
-    features = features_of(columns)
-    videos = [cam for cam, (_h, _w, modalities) in layout.cameras.items() if "rgb" in modalities]
-    old = previous.episodes if previous is not None else None
-    lengths = [int(n) for n in old.column("length")[:reused]] if old is not None else []
-    lengths += [len(frame_rows(data(i), stride)) for i in fresh]
-    row_bytes = sum((8 if f["dtype"] == "int64" else 4) * f["shape"][0] for f in features.values())
-    batch_keys = [(e.provenance.run_id, e.provenance.batch_index) for e in episodes]
-    groups = data_groups(batch_keys, lengths, row_bytes)
-    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64).tolist()
-    written, linked = _data_files(groups, reused, old)
-    # Every folder exists before the first file is written: once files' syncs are in flight,
-    # a mkdir waits for the journal commit they trigger.
-    sink.make_folders(
-        [_data_path(n) for n in range(len(groups))]
-        + [EPISODES_FILE, MANIFEST_PATH]
-        + [_video_path(cam, i) for cam in videos for i in range(len(episodes))]
-    )
-    for n in linked:
-        previous.link_into(sink, _data_path(n))  # type: ignore[union-attr]
-    # One data file at a time: its frames as one matrix (the file's table is a cast of it,
-    # its new episodes' stats are segment reductions over it), its encoding on a worker
-    # thread (pyarrow releases the GIL) while this thread goes on with the next. The table
-    # is built here: a worker needing the GIL for numpy's small steps would trade it with
-    # this thread, and every handover costs; and one file's matrix at a time stays small
-    # (fresh pages of a big one cost a page fault per 4 KiB).
-    encoding = []
-    parts = []
+    def layout_of(numbers: Sequence[int]) -> tuple[Any, ...]:
+        named = [(_episode_name(episodes[i]), data(i)) for i in numbers]
+        # MuJoCo's full state is robomimic's `states`; a LeRobot policy sees observations.
+        columns = tuple(c for c in common_columns(named) if c.kind != "state")
+        layout = camera_layout(named)
+        rate = control_fps(named)
+        if rate % layout.stride:
+            raise TaskMismatch(f"cameras record every {layout.stride} steps of {rate} "
+                               "frames/s: not a whole number of frames/s")
+        return columns, layout, rate
+
+    encoding: list[Any] = []
     try:
-        for n in written:
-            group = groups[n]
-            frames = frame_matrix(columns, features, [(i, data(i)) for i in group], starts, fps,
-                                  stride)
-            table_of_file = frame_table(frames, group, features)
-            encoding.append(_encoders().submit(
-                sink.write_with, _data_path(n), _parquet_bytes, table_of_file
-            ))
-            new_here = [i for i in group if i >= reused]
-            if new_here:
-                parts.append(segment_stats(frames.rows(new_here), [lengths[i] for i in new_here]))
+        # The first episode fixes the layout, as in a whole export; new ones must share it
+        # (checked batch by batch; on a difference, the check of all of them names it).
+        first = layout_of([0])
+        columns, layout, rate = first
+        fps, stride = rate // layout.stride, layout.stride
+        features = features_of(columns)
+        videos = [c for c, (_h, _w, modalities) in layout.cameras.items() if "rgb" in modalities]
+        old = previous.episodes if previous is not None else None
+        old_lengths = [int(n) for n in old.column("length")[:reused]] if old is not None else []
+        row_bytes = sum((8 if f["dtype"] == "int64" else 4) * f["shape"][0]
+                        for f in features.values())
+        # Every folder exists before the first file is written: once files' syncs are in
+        # flight, a mkdir waits for the journal commit they trigger.
+        sink.make_folders(
+            [_data_path(0), EPISODES_FILE, MANIFEST_PATH]
+            + [_video_path(cam, i) for cam in videos for i in range(len(episodes))]
+        )
+        old_files = _old_files(old)
+        lengths: list[int] = []
+        starts = [0]
+        groups: list[list[int]] = []
+        parts = []
+        for batch in _batches(episodes):
+            new_ones = [i for i in batch if i >= reused]
+            if new_ones and layout_of(new_ones) != first:
+                layout_of([0, *new_ones])  # names the difference (TaskMismatch)
+                raise TaskMismatch("episodes record different layouts")  # pragma: no cover
+            for i in batch:
+                lengths.append(old_lengths[i] if i < reused else len(frame_rows(data(i), stride)))
+                starts.append(starts[-1] + lengths[-1])
+            for local in data_groups([0] * len(batch), lengths[batch[0]:], row_bytes):
+                group = [batch[0] + n for n in local]
+                n = len(groups)
+                groups.append(group)
+                if group[-1] < reused and old_files.get(divmod(n, CHUNKS_SIZE)) == group:
+                    previous.link_into(sink, _data_path(n))  # type: ignore[union-attr]
+                    continue
+                # One data file at a time: its frames as one matrix (the file's table is a
+                # cast of it, its new episodes' stats are segment reductions over it), its
+                # encoding on a worker thread (pyarrow releases the GIL) while this thread
+                # goes on. The table is built here: a worker needing the GIL for numpy's
+                # small steps would trade it with this thread, and every handover costs;
+                # and one file's matrix at a time stays small (fresh pages of a big one cost
+                # a page fault per 4 KiB).
+                frames = frame_matrix(columns, features, [(i, data(i)) for i in group], starts,
+                                      fps, stride)
+                table_of_file = frame_table(frames, group, features)
+                encoding.append(_encoders().submit(
+                    sink.write_with, _data_path(n), _parquet_bytes, table_of_file
+                ))
+                new_here = [i for i in group if i >= reused]
+                if new_here:
+                    parts.append(segment_stats(frames.rows(new_here),
+                                               [lengths[i] for i in new_here]))
         keys = tuple(features)
         widths = [feature["shape"][0] for feature in features.values()]
         fresh_stats = _joined(parts, sum(widths))
@@ -238,12 +258,42 @@ def write_lerobot(
                          robot_type)
         if manifest is not None:
             sink.write(MANIFEST_PATH, manifest_bytes(manifest))
+    except TaskMismatch:
+        # The error a check of every wanted episode at once gives (after the first failing
+        # trajectory's, if any fails): the same whichever batch showed the difference.
+        layout_of(wanted)
+        raise
     finally:
+        for future in loading.values():
+            future.cancel()
         wait(encoding)  # nothing may still write into the folder once this returns or raises
     for job in encoding:
         job.result()
     remember(sink.files[EPISODES_FILE], table)
     return {"total_episodes": len(episodes), "total_frames": starts[-1]}
+
+
+def _batches(episodes: Sequence[CommittedEpisode]) -> list[list[int]]:
+    """Consecutive episodes of one batch (of one run): a data file never holds two."""
+    out: list[list[int]] = []
+    key = None
+    for i, episode in enumerate(episodes):
+        here = (episode.provenance.run_id, episode.provenance.batch_index)
+        if here != key:
+            out.append([])
+            key = here
+        out[-1].append(i)
+    return out
+
+
+def _old_files(old: Any) -> dict[tuple[int, int], list[int]]:
+    """The previous version's data files: (chunk, file) -> the episodes it holds."""
+    files: dict[tuple[int, int], list[int]] = {}
+    if old is not None:
+        places = zip(old.column("data/chunk_index"), old.column("data/file_index"), strict=True)
+        for number, place in enumerate(places):
+            files.setdefault(place, []).append(number)
+    return files
 
 
 def _joined(parts: list[dict[str, np.ndarray]], width: int) -> dict[str, np.ndarray]:
@@ -260,21 +310,6 @@ def _joined(parts: list[dict[str, np.ndarray]], width: int) -> dict[str, np.ndar
 def _data_path(file_number: int) -> str:
     chunk_index, file_index = divmod(file_number, CHUNKS_SIZE)
     return DATA_PATH.format(chunk_index=chunk_index, file_index=file_index)
-
-
-def _data_files(groups: list[list[int]], reused: int, old: Any) -> tuple[list[int], list[int]]:
-    """Data file numbers to write and to take over from the previous version (a file whose
-    episodes all are reused and that held exactly them)."""
-    old_files: dict[tuple[int, int], list[int]] = {}
-    if old is not None:
-        places = zip(old.column("data/chunk_index"), old.column("data/file_index"), strict=True)
-        for number, place in enumerate(places):
-            old_files.setdefault(place, []).append(number)
-    written, linked = [], []
-    for file_number, group in enumerate(groups):
-        same = old_files.get(divmod(file_number, CHUNKS_SIZE)) == group
-        (linked if group[-1] < reused and same else written).append(file_number)
-    return written, linked
 
 
 def _episode_rows(

@@ -83,36 +83,12 @@ def image_stats(frames: np.ndarray) -> dict[str, list[Any]]:
     return out
 
 
-def stat_matrices(
-    rows: Sequence[dict[str, Any]], keys: Sequence[str], column: Any
-) -> dict[str, np.ndarray]:
-    """Every statistic of several vector features side by side, one row per episode
-    (``column(row, key, stat)`` -> that episode's list): ``[episodes, sum of widths]`` each
-    (``count``: ``[episodes]``). A dataset that grows appends rows to them."""
-    out = {"count": np.array([column(row, keys[0], "count")[0] for row in rows],
-                             dtype=np.float64)}
-    for stat in STAT_KEYS:
-        if stat != "count":
-            out[stat] = np.array(
-                [[v for key in keys for v in column(row, key, stat)] for row in rows],
-                dtype=np.float64,
-            ).reshape(len(rows), -1)
-    return out
-
-
-def aggregate_many(
-    rows: Sequence[dict[str, Any]], keys: Sequence[str], column: Any
-) -> dict[str, dict[str, list[Any]]]:
-    """:func:`aggregate_stats` of several vector features at once, from per-episode rows
-    (``column(row, key, stat)`` -> that episode's list): one numpy pass per statistic."""
-    widths = [len(column(rows[0], key, "min")) for key in keys]
-    return aggregate_matrices(stat_matrices(rows, keys, column), keys, widths)
-
-
 def aggregate_matrices(
     matrices: dict[str, np.ndarray], keys: Sequence[str], widths: Sequence[int]
 ) -> dict[str, dict[str, list[Any]]]:
-    """:func:`aggregate_many` from :func:`stat_matrices` (the same numbers, bit for bit)."""
+    """Dataset-wide stats of several vector features from their per-episode stats side by
+    side (``stat -> [episodes, sum of widths]``, ``count``: ``[episodes]``): what
+    :func:`aggregate_stats` gives per feature, one numpy pass per statistic."""
     counts = matrices["count"]
     bounds = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64).tolist()
     total = counts.sum()

@@ -134,3 +134,58 @@ def test_cli_one_line_errors(collected: CollectedRun, tmp_path: Path,
     assert capsys.readouterr().err == (
         "assetcast: error: --dataset: expected lerobot:DIR or robomimic:FILE, got 'parquet:x'\n"
     )
+
+
+def _with_later_episodes_altered(source, alter):  # type: ignore[no-untyped-def]
+    """``source`` whose episodes of its last batch load as ``alter(data)`` gives."""
+    import dataclasses
+
+    last_batch = source.episodes[-1].provenance.batch_index
+    real_load = source.load
+
+    def load(episode):  # type: ignore[no-untyped-def]
+        data = real_load(episode)
+        return alter(data) if episode.provenance.batch_index == last_batch else data
+
+    altered = dataclasses.replace(source)
+    object.__setattr__(altered, "load", load)
+    return altered
+
+
+@pytest.mark.parametrize("change", ["columns", "rate"])
+def test_a_later_batch_with_another_layout_is_refused_as_a_whole_check_refuses_it(
+    collected: CollectedRun, tmp_path: Path, change: str
+) -> None:
+    """The export checks the layout batch by batch while files are being written; a later
+    batch that differs gives the error the check of every episode at once gives, and
+    nothing is published."""
+    import dataclasses
+
+    import numpy as np
+
+    from runtime.export.dataset import build_version
+    from runtime.export.episodes import read_source
+    from runtime.export.features import camera_layout, common_columns, control_fps
+
+    def alter(data):  # type: ignore[no-untyped-def]
+        arrays = dict(data.arrays)
+        if change == "columns":
+            arrays.pop("robot_qvel")
+        else:
+            arrays["timestamps"] = np.asarray(arrays["timestamps"]) * 2.0
+        return dataclasses.replace(data, arrays=arrays,
+                                   metadata={k: v for k, v in data.metadata.items() if k != "fps"})
+
+    source = _with_later_episodes_altered(read_source(collected.store(), [collected.run_id]),
+                                          alter)
+    named = [(f"run {e.provenance.run_id} batch {e.provenance.batch_index} episode "
+              f"{e.provenance.episode_index}", source.load(e)) for e in source.episodes]
+    with pytest.raises(TaskMismatch) as whole:
+        common_columns(named)
+        camera_layout(named)
+        control_fps(named)
+    out = tmp_path / "d"
+    with pytest.raises(TaskMismatch) as export:
+        build_version(DatasetSpec("lerobot", out), source)
+    assert str(export.value) == str(whole.value)
+    assert not out.exists() and not (tmp_path / ".d.assetcast").exists()
