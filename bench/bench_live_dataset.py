@@ -18,7 +18,8 @@ has no hooks for it.
 
 Run: ``.venv/bin/python bench/bench_live_dataset.py`` (prints figures; not part of pytest).
 Environment: ``BENCH_LIVE_PAIRS`` (default 5), ``BENCH_LIVE_BATCHES`` (default 10),
-``BENCH_LIVE_EPISODES`` (episodes per batch, default 6).
+``BENCH_LIVE_EPISODES`` (episodes per batch, default 6), ``BENCH_LIVE_BUILDER`` (``process``
+or ``thread``; default: what a collection chooses, a child process for this SQLite store).
 """
 
 from __future__ import annotations
@@ -48,15 +49,17 @@ from store import EventStore  # noqa: E402
 PAIRS = int(os.environ.get("BENCH_LIVE_PAIRS", "5"))
 BATCHES = int(os.environ.get("BENCH_LIVE_BATCHES", "10"))
 EPISODES = int(os.environ.get("BENCH_LIVE_EPISODES", "6"))
+BUILDER = os.environ.get("BENCH_LIVE_BUILDER") or None
 SETTLE = 10
 
 
 @dataclass
 class UpdateTimes:
-    """What the wrappers saw during one collection."""
+    """What one collection's live datasets recorded, and its final wait."""
 
     builds: list[tuple[float, float]] = field(default_factory=list)  # (wall, cpu) per update
     final_wait: float = 0.0
+    builder: str = "?"
 
     @property
     def wall(self) -> float:
@@ -68,31 +71,20 @@ class UpdateTimes:
 
 
 class Instrument:
-    """Times ``LiveDatasets._update`` (minus its wait for the log) and ``finish``."""
+    """Reads each session's build record (``LiveDatasets.builds``: wall and CPU seconds per
+    build, measured by the builder, wherever it runs) at ``close``, and times ``finish``.
+    ``builder`` (``BENCH_LIVE_BUILDER``): the variant every session uses (None: the
+    default, a child process for this SQLite store)."""
 
-    def __init__(self) -> None:
+    def __init__(self, builder: str | None) -> None:
         self.current = UpdateTimes()
         cls = live.LiveDatasets
-        self._originals = (cls._update, cls._events_up_to, cls.finish)
-        update, events_up_to, finish = self._originals
-        waits: dict[int, float] = {}
+        init, finish, close = cls.__init__, cls.finish, cls.close
         times = self
 
-        def timed_events_up_to(self: Any, version: int) -> Any:
-            start = time.perf_counter()
-            try:
-                return events_up_to(self, version)
-            finally:
-                waits[id(self)] = waits.get(id(self), 0.0) + time.perf_counter() - start
-
-        def timed_update(self: Any, version: int) -> Any:
-            waits[id(self)] = 0.0
-            start, cpu = time.perf_counter(), time.thread_time()
-            try:
-                return update(self, version)
-            finally:
-                wall = time.perf_counter() - start - waits[id(self)]
-                times.current.builds.append((wall, time.thread_time() - cpu))
+        def chosen_init(self: Any, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("builder", builder)
+            init(self, *args, **kwargs)
 
         def timed_finish(self: Any) -> Any:
             start = time.perf_counter()
@@ -101,9 +93,14 @@ class Instrument:
             finally:
                 times.current.final_wait += time.perf_counter() - start
 
-        cls._update = timed_update  # type: ignore[method-assign]
-        cls._events_up_to = timed_events_up_to  # type: ignore[method-assign]
+        def recorded_close(self: Any) -> None:
+            close(self)
+            times.current.builds.extend((b.wall_s, b.cpu_s) for b in self.builds)
+            times.current.builder = self.builder_kind
+
+        cls.__init__ = chosen_init  # type: ignore[method-assign]
         cls.finish = timed_finish  # type: ignore[method-assign]
+        cls.close = recorded_close  # type: ignore[method-assign]
 
     def take(self) -> UpdateTimes:
         taken, self.current = self.current, UpdateTimes()
@@ -155,8 +152,10 @@ def overhead(
             unqueued[with_live].append(alone)
             if with_live:
                 updates.append(instrument.take())
+    builders = sorted({u.builder for u in updates})
     print(f"live dataset overhead, {fmt}, state-only ({BATCHES} batches x {EPISODES} episodes = "
-          f"{BATCHES * EPISODES} episodes, {PAIRS} interleaved pairs)")
+          f"{BATCHES * EPISODES} episodes, {PAIRS} interleaved pairs), builder: "
+          f"{', '.join(builders)}")
     for label, times in (("wall", walls), ("wall - run-queue wait", unqueued)):
         plain, live_ = times[False], times[True]
         ratios = [b / a for a, b in zip(plain, live_, strict=True)]
@@ -183,7 +182,7 @@ def main() -> None:
     try:
         store = EventStore(f"sqlite:///{root / 'bench.db'}")
         catalog = write_catalog(root / "catalog")
-        instrument = Instrument()
+        instrument = Instrument(BUILDER)
         # Warm-up (imports, caches): one small collection with both datasets.
         run_id = prepare_demo_run(store, root / "warm", catalog, batches=2,
                                   episodes_per_batch=2, settle_steps=SETTLE, cameras=False)

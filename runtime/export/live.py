@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.export.dataset import DatasetSpec
-from runtime.export.live_builders import open_builder
+from runtime.export.live_builders import Built, open_builder
 
 # While a build runs in this process (the thread builder), the interpreter hands the GIL
 # over every 0.5 ms instead of every 5 ms. The collector thread lets go of the GIL many
@@ -194,28 +194,27 @@ class LiveDatasets:
                 if self._stopped:
                     return
                 version, self._wanted, self._busy = self._wanted, None, True
-            started = time.monotonic()
             pacing = (
                 _ShortSwitchInterval() if self._builder.shares_gil else contextlib.nullcontext()
             )
             try:
                 with pacing:
-                    events = self._update(version)
+                    built = self._update(version)
             except BaseException as error:  # raised in the collector at its next call
                 with self._lock:
                     self._error, self._busy = error, False
                     self._lock.notify_all()
                 return
             with self._lock:
-                self._outbox.extend(events)
+                self.builds.append(BuildRecord(version, built.wall_s, built.cpu_s))
+                self._outbox.extend(built.events)
                 self._busy = False
-                ended = time.monotonic()
-                self._idle_until = ended + max(
-                    self.min_interval_s, (ended - started) * (1 / self.max_duty - 1)
+                # The build's own duration: not its wait for the log, nor a child builder's
+                # start-up (its imports overlap the first batch; they are no build cost).
+                self._idle_until = time.monotonic() + max(
+                    self.min_interval_s, built.wall_s * (1 / self.max_duty - 1)
                 )
                 self._lock.notify_all()
 
-    def _update(self, version: int) -> list[tuple[str, dict[str, Any]]]:
-        built = self._builder.build(version)
-        self.builds.append(BuildRecord(version, built.wall_s, built.cpu_s))
-        return built.events
+    def _update(self, version: int) -> Built:
+        return self._builder.build(version)

@@ -266,6 +266,9 @@ def serve(connection: Connection, parent_pid: int) -> None:
 def _open(run_id: str, specs: Sequence[Any], url: str, child: _Child) -> tuple[Any, Any]:
     """The child's read-only store and builder, with the formats' writers imported now (while
     the collector runs its first batch), not in the first build."""
+    # Reading a trajectory and naming a deployment's task go through the simulator's
+    # package (torch: seconds); robomimic also compiles each deployment's scene with it.
+    import runtime.sim  # noqa: F401
     from runtime.export.live_builders.in_process import InProcessBuilder
     from store import EventStore
 
