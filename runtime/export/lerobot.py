@@ -508,6 +508,7 @@ def _write_summaries(
     """``meta/tasks.parquet``, ``meta/stats.json`` (aggregated from the episode rows' stat
     ``matrices``) and ``meta/info.json``."""
     episodes = source.episodes
+    features = dict(features)  # the data files' encoders still read the caller's, unchanged
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
     keys = tuple(features)
     widths = [len(rows[0][f"stats/{key}/min"]) for key in keys]
