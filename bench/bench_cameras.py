@@ -57,6 +57,7 @@ from runtime.logging import configure_logging  # noqa: E402
 from runtime.prepare import prepare, providers_from_catalog_args  # noqa: E402
 from runtime.sim.cameras import encoding, render_server, rendering  # noqa: E402
 from runtime.sim.cameras import recorder as recorder_module  # noqa: E402
+from runtime.sim.cameras.backend import ensure_backend  # noqa: E402
 from runtime.sim.cameras.rig import environment_labels, mount_bodies  # noqa: E402
 from runtime.sim.environment import TaskEnvironment  # noqa: E402
 from runtime.sim.robots.franka_panda import FrankaPanda  # noqa: E402
@@ -143,6 +144,7 @@ def raw_renderer_fps(samples: list[tuple[Any, Any, Any]]) -> float:
     """The same model, settings and camera poses through a bare ``mujoco.Renderer``."""
     camera_renderer, _, _ = samples[0]
     model = camera_renderer.model
+    ensure_backend(max_pixels=128 * 128)  # the runtime's choice (MUJOCO_GL may be unset)
     data = mujoco.MjData(model)
     renderer = mujoco.Renderer(model, height=128, width=128)
     for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION,

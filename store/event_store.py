@@ -31,7 +31,7 @@ from store.admin import (
     create_sqlite_store,
     ensure_schema,
 )
-from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
+from store.base import StoreCore
 from store.engine import is_write_conflict, make_engine, safe_url
 from store.errors import DatabaseLocked, SchemaMismatch
 from store.leases import (
@@ -46,6 +46,7 @@ from store.leases import (
 from store.records import RUN_COUNT_FIELDS, LeaseInfo, RunSummary, as_utc, run_counts, utcnow
 from store.snapshots import SnapshotRecord, event_digest
 from store.statements import DriverStatement
+from store.stored_rows import FoldRow, PreparedEvent, ReadRow
 from store.tables import events_table, leases_table, runs_table, snapshots_table
 
 log = structlog.get_logger(__name__)

@@ -15,7 +15,7 @@ from datetime import datetime
 from domain.errors import ConcurrencyError, LeaseHeld
 from domain.events import SCHEMA_VERSION
 from domain.state import RunState
-from store.base import FoldRow, PreparedEvent, ReadRow, StoreCore
+from store.base import StoreCore
 from store.leases import (
     Lease,
     fenced_by,
@@ -27,6 +27,7 @@ from store.leases import (
 )
 from store.records import LeaseInfo, RunSummary, run_counts, utcnow
 from store.snapshots import SnapshotRecord, event_digest
+from store.stored_rows import FoldRow, PreparedEvent, ReadRow
 
 
 class InMemoryEventStore(StoreCore):

@@ -7,8 +7,7 @@ The names below are loaded on first use (PEP 562): importing one submodule, e.g.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from runtime.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "DirectoryAssetProvider": "runtime.assets.providers",
@@ -21,10 +20,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -17,8 +17,9 @@ prepared demo run for tests and benchmarks), and ``executors/`` (where episodes 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from runtime.lazy_exports import lazy_exports
 
 # Loaded on first use (PEP 562): a command that needs one small module of the package
 # (``verify`` reads ``recordings``) must not import the driver, the task model and the
@@ -53,13 +54,7 @@ if TYPE_CHECKING:
     from runtime.collection.session_run import run_collection
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [
