@@ -266,17 +266,18 @@ def serve(connection: Connection, parent_pid: int) -> None:
 def _open(run_id: str, specs: Sequence[Any], url: str, child: _Child) -> tuple[Any, Any]:
     """The child's read-only store and builder, with the formats' writers imported now (while
     the collector runs its first batch), not in the first build."""
-    # Reading a trajectory and naming a deployment's task go through the simulator's
-    # package (torch: seconds); robomimic also compiles each deployment's scene with it.
-    import runtime.sim  # noqa: F401
     from runtime.export.live_builders.in_process import InProcessBuilder
     from store import EventStore
 
     formats = {spec.format for spec in specs}
     if "lerobot" in formats:
         import runtime.export.lerobot  # noqa: F401
-    if "robomimic" in formats:
+    if "robomimic" in formats:  # its demos carry each deployment's compiled scene
+        import h5py  # noqa: F401
+
         import runtime.export.robomimic  # noqa: F401
+        import runtime.export.scene_model  # noqa: F401
+        import runtime.sim.environment  # noqa: F401
     store = EventStore(url, read_only=True)
     builder = InProcessBuilder(
         run_id, specs, store, before_publish=child.fence, wait_for_log=child.wait_for_log,
