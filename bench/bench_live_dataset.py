@@ -21,7 +21,8 @@ Environment: ``BENCH_LIVE_PAIRS`` (default 5), ``BENCH_LIVE_BATCHES`` (default 1
 ``BENCH_LIVE_EPISODES`` (episodes per batch, default 6), ``BENCH_LIVE_BUILDERS`` (comma
 list of ``default``, ``process``, ``thread``; default ``default``: what a collection chooses,
 a child process for this SQLite store; ``process,thread`` measures both beside the same plain
-collections, in groups of three whose order rotates).
+collections, in groups of three whose order rotates), ``BENCH_LIVE_FORMATS`` (default
+``lerobot,robomimic``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from store import EventStore  # noqa: E402
 PAIRS = int(os.environ.get("BENCH_LIVE_PAIRS", "5"))
 BATCHES = int(os.environ.get("BENCH_LIVE_BATCHES", "10"))
 EPISODES = int(os.environ.get("BENCH_LIVE_EPISODES", "6"))
+FORMATS = os.environ.get("BENCH_LIVE_FORMATS", "lerobot,robomimic").split(",")
 # Which builders to measure, each beside the same plain collections (interleaved groups):
 # "process", "thread", or "default" (what a collection chooses: a process for this store).
 BUILDERS: list[str | None] = [
@@ -206,7 +208,7 @@ def main() -> None:
             DatasetSpec("robomimic", root / "warm.hdf5"),
         ])
         instrument.take()
-        for fmt in ("lerobot", "robomimic"):
+        for fmt in FORMATS:
             overhead(store, catalog, root, fmt, instrument)
     finally:
         shutil.rmtree(root, ignore_errors=True)
