@@ -75,7 +75,16 @@ def test_a_child_process_publishes_what_export_writes_and_is_reaped_at_close(
 def test_a_lease_lost_at_the_fence_publishes_nothing_and_raises_the_parents_error(
     collected: CollectedRun, tmp_path: Path
 ) -> None:
-    store = collected.store()
+    import sqlite3
+
+    from store import EventStore
+
+    # A copy of the run's store: the takeover below stays out of the shared fixture's log.
+    copy = tmp_path / "copy.db"
+    with sqlite3.connect(collected.db_url.removeprefix("sqlite:///")) as source, \
+            sqlite3.connect(copy) as target:
+        source.backup(target)
+    store = EventStore(f"sqlite:///{copy}")
     run_id = collected.run_id
     stalled = store.acquire_lease(run_id, owner="stalled-session", ttl_s=0.3)
     time.sleep(0.5)
