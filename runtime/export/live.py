@@ -8,10 +8,9 @@ hands V to the builder (:mod:`runtime.export.live_builders`: a child process whe
 has a URL, else this process), which waits until the log reaches V, projects exactly the
 events up to V and publishes (fenced by the session's lease), and the thread leaves a
 `DatasetUpdated` for the collector to append with its next transaction, under the lease it
-holds. Requests that
-pile up while a build runs, or within ``MIN_BUILD_INTERVAL_S`` of the previous build, collapse
-into the latest one. Each update folds only the events appended since the last one and reads
-only the first episode and the new ones. At the end of the session the
+holds. Requests that pile up while a build runs, or within ``MIN_BUILD_INTERVAL_S`` of the
+previous build, collapse into the latest one. Each update folds only the events appended since
+the last one and reads only the first episode and the new ones. At the end of the session the
 collector waits for the last build (:meth:`finish`), so the final dataset holds every committed
 episode and equals what `export` writes from the finished log, byte for byte.
 
@@ -47,10 +46,12 @@ _BUILD_SWITCH_INTERVAL_S = 0.0005
 MIN_BUILD_INTERVAL_S = 1.0
 # ... and no sooner than its own duration times (1 / MAX_BUILD_DUTY - 1): a build whose cost
 # grows with the dataset (robomimic copies and re-hashes its one file) is kept to at most this
-# share of the collection's wall time, whatever the dataset's size. Much of a build holds the
-# GIL (h5py runs under its own lock with the GIL held), so its busy time is time the collector
-# thread cannot run; the dataset lags the log by at most that idle time, and `finish` brings
-# it up to date at once.
+# share of the collection's wall time, whatever the dataset's size. On the collector's thread
+# much of a build holds the GIL (h5py runs under its own lock with the GIL held), so its busy
+# time is time the collector cannot run; in a child process it still takes a core's time and
+# the disk's (2 cores, one ext4 journal for both processes' fsyncs), so both variants are
+# paced alike. The dataset lags the log by at most that idle time, and `finish` brings it up
+# to date at once.
 MAX_BUILD_DUTY = 0.04
 
 
