@@ -18,7 +18,11 @@ has no hooks for it.
 
 Run: ``.venv/bin/python bench/bench_live_dataset.py`` (prints figures; not part of pytest).
 Environment: ``BENCH_LIVE_PAIRS`` (default 5), ``BENCH_LIVE_BATCHES`` (default 10),
-``BENCH_LIVE_EPISODES`` (episodes per batch, default 6).
+``BENCH_LIVE_EPISODES`` (episodes per batch, default 6), ``BENCH_LIVE_BUILDERS`` (comma
+list of ``default``, ``process``, ``thread``; default ``default``: what a collection chooses,
+a child process for this SQLite store; ``process,thread`` measures both beside the same plain
+collections, in groups of three whose order rotates), ``BENCH_LIVE_FORMATS`` (default
+``lerobot,robomimic``).
 """
 
 from __future__ import annotations
@@ -48,15 +52,23 @@ from store import EventStore  # noqa: E402
 PAIRS = int(os.environ.get("BENCH_LIVE_PAIRS", "5"))
 BATCHES = int(os.environ.get("BENCH_LIVE_BATCHES", "10"))
 EPISODES = int(os.environ.get("BENCH_LIVE_EPISODES", "6"))
+FORMATS = os.environ.get("BENCH_LIVE_FORMATS", "lerobot,robomimic").split(",")
+# Which builders to measure, each beside the same plain collections (interleaved groups):
+# "process", "thread", or "default" (what a collection chooses: a process for this store).
+BUILDERS: list[str | None] = [
+    None if name.strip() == "default" else name.strip()
+    for name in os.environ.get("BENCH_LIVE_BUILDERS", "default").split(",")
+]
 SETTLE = 10
 
 
 @dataclass
 class UpdateTimes:
-    """What the wrappers saw during one collection."""
+    """What one collection's live datasets recorded, and its final wait."""
 
     builds: list[tuple[float, float]] = field(default_factory=list)  # (wall, cpu) per update
     final_wait: float = 0.0
+    builder: str = "?"
 
     @property
     def wall(self) -> float:
@@ -68,31 +80,21 @@ class UpdateTimes:
 
 
 class Instrument:
-    """Times ``LiveDatasets._update`` (minus its wait for the log) and ``finish``."""
+    """Reads each session's build record (``LiveDatasets.builds``: wall and CPU seconds per
+    build, measured by the builder, wherever it runs) at ``close``, and times ``finish``.
+    ``builder``: the variant the next sessions use (None: the default, a child process for
+    this SQLite store)."""
 
     def __init__(self) -> None:
         self.current = UpdateTimes()
+        self.builder: str | None = None
         cls = live.LiveDatasets
-        self._originals = (cls._update, cls._events_up_to, cls.finish)
-        update, events_up_to, finish = self._originals
-        waits: dict[int, float] = {}
+        init, finish, close = cls.__init__, cls.finish, cls.close
         times = self
 
-        def timed_events_up_to(self: Any, version: int) -> Any:
-            start = time.perf_counter()
-            try:
-                return events_up_to(self, version)
-            finally:
-                waits[id(self)] = waits.get(id(self), 0.0) + time.perf_counter() - start
-
-        def timed_update(self: Any, version: int) -> Any:
-            waits[id(self)] = 0.0
-            start, cpu = time.perf_counter(), time.thread_time()
-            try:
-                return update(self, version)
-            finally:
-                wall = time.perf_counter() - start - waits[id(self)]
-                times.current.builds.append((wall, time.thread_time() - cpu))
+        def chosen_init(self: Any, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("builder", times.builder)
+            init(self, *args, **kwargs)
 
         def timed_finish(self: Any) -> Any:
             start = time.perf_counter()
@@ -101,9 +103,14 @@ class Instrument:
             finally:
                 times.current.final_wait += time.perf_counter() - start
 
-        cls._update = timed_update  # type: ignore[method-assign]
-        cls._events_up_to = timed_events_up_to  # type: ignore[method-assign]
+        def recorded_close(self: Any) -> None:
+            close(self)
+            times.current.builds.extend((b.wall_s, b.cpu_s) for b in self.builds)
+            times.current.builder = self.builder_kind
+
+        cls.__init__ = chosen_init  # type: ignore[method-assign]
         cls.finish = timed_finish  # type: ignore[method-assign]
+        cls.close = recorded_close  # type: ignore[method-assign]
 
     def take(self) -> UpdateTimes:
         taken, self.current = self.current, UpdateTimes()
@@ -141,39 +148,48 @@ def overhead(
     def spec_of(run_dir: Path) -> DatasetSpec:
         return DatasetSpec(fmt, run_dir.parent / f"{run_dir.name}-dataset{suffix}")
 
-    walls: dict[bool, list[float]] = {False: [], True: []}
-    unqueued: dict[bool, list[float]] = {False: [], True: []}
-    updates = []
-    for pair in range(PAIRS):
-        for with_live in ((False, True) if pair % 2 == 0 else (True, False)):
-            name = f"{fmt}-{pair}-{'live' if with_live else 'plain'}"
+    sides: list[str | None] = ["plain", *BUILDERS]  # "plain": no live dataset
+    walls: dict[str | None, list[float]] = {side: [] for side in sides}
+    unqueued: dict[str | None, list[float]] = {side: [] for side in sides}
+    updates: dict[str | None, list[UpdateTimes]] = {side: [] for side in BUILDERS}
+    for group in range(PAIRS):
+        shift = group % len(sides)
+        for side in sides[shift:] + sides[:shift]:  # each side in each place in turn
+            name = f"{fmt}-{group}-{side or 'live'}"
             instrument.take()
+            instrument.builder = None if side == "plain" else side
             wall, alone = one_collection(
-                store, catalog, root, name, spec_of if with_live else None
+                store, catalog, root, name, None if side == "plain" else spec_of
             )
-            walls[with_live].append(wall)
-            unqueued[with_live].append(alone)
-            if with_live:
-                updates.append(instrument.take())
+            walls[side].append(wall)
+            unqueued[side].append(alone)
+            if side != "plain":
+                updates[side].append(instrument.take())
+    groups = "pairs" if len(sides) == 2 else f"groups of {len(sides)}"
     print(f"live dataset overhead, {fmt}, state-only ({BATCHES} batches x {EPISODES} episodes = "
-          f"{BATCHES * EPISODES} episodes, {PAIRS} interleaved pairs)")
-    for label, times in (("wall", walls), ("wall - run-queue wait", unqueued)):
-        plain, live_ = times[False], times[True]
-        ratios = [b / a for a, b in zip(plain, live_, strict=True)]
-        print(f"  {label}: collect {statistics.median(plain):.2f} s, with {fmt} "
-              f"{statistics.median(live_):.2f} s (medians)")
-        print(f"    per-pair ratio {statistics.median(ratios):.3f} median, {min(ratios):.3f} min, "
-              f"{max(ratios):.3f} max, spread {max(ratios) - min(ratios):.3f} "
-              f"[{', '.join(f'{r:.3f}' for r in ratios)}] (goal: median <= 1.05)")
-    per_update = [w for u in updates for w, _c in u.builds]
-    print(f"  dataset updates: {statistics.median([len(u.builds) for u in updates]):.0f} per "
-          f"collection, summed per collection {statistics.median([u.wall for u in updates]):.3f}"
-          f" s wall / {statistics.median([u.cpu for u in updates]):.3f} s CPU (medians); one "
-          f"update {statistics.median(per_update) * 1000:.1f} ms median, "
-          f"{max(per_update) * 1000:.1f} ms max")
-    print(f"  final wait: {statistics.median([u.final_wait for u in updates]) * 1000:.0f} ms "
-          "median (the collector waiting for the last build at the end of its session)",
-          flush=True)
+          f"{BATCHES * EPISODES} episodes, {PAIRS} interleaved {groups})")
+    for builder in BUILDERS:
+        ran = sorted({u.builder for u in updates[builder]})
+        print(f"  builder: {', '.join(ran)}")
+        for label, times in (("wall", walls), ("wall - run-queue wait", unqueued)):
+            plain, live_ = times["plain"], times[builder]
+            ratios = [b / a for a, b in zip(plain, live_, strict=True)]
+            print(f"    {label}: collect {statistics.median(plain):.2f} s, with {fmt} "
+                  f"{statistics.median(live_):.2f} s (medians)")
+            print(f"      per-pair ratio {statistics.median(ratios):.3f} median, "
+                  f"{min(ratios):.3f} min, {max(ratios):.3f} max, spread "
+                  f"{max(ratios) - min(ratios):.3f} [{', '.join(f'{r:.3f}' for r in ratios)}] "
+                  "(goal: median <= 1.05)")
+        done = updates[builder]
+        per_update = [w for u in done for w, _c in u.builds]
+        print(f"    dataset updates: {statistics.median([len(u.builds) for u in done]):.0f} per "
+              f"collection, summed per collection {statistics.median([u.wall for u in done]):.3f}"
+              f" s wall / {statistics.median([u.cpu for u in done]):.3f} s CPU (medians); one "
+              f"update {statistics.median(per_update) * 1000:.1f} ms median, "
+              f"{max(per_update) * 1000:.1f} ms max")
+        print(f"    final wait: {statistics.median([u.final_wait for u in done]) * 1000:.0f} ms "
+              "median (the collector waiting for the last build at the end of its session)",
+              flush=True)
 
 
 def main() -> None:
@@ -192,7 +208,7 @@ def main() -> None:
             DatasetSpec("robomimic", root / "warm.hdf5"),
         ])
         instrument.take()
-        for fmt in ("lerobot", "robomimic"):
+        for fmt in FORMATS:
             overhead(store, catalog, root, fmt, instrument)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -27,6 +27,11 @@ LEVELS: dict[str, int] = {
 }
 
 
+# The last configure_logging call's choices (None: never called, or to a fixed stream), for a
+# helper process that must log the way this one does (see logging_settings).
+_SETTINGS: dict[str, Any] | None = None
+
+
 class LogLevelError(AssetcastInputError):
     """``--log-level`` named a level that does not exist."""
 
@@ -58,7 +63,9 @@ def configure_logging(
     ``stream`` defaults to the current ``sys.stderr``. Colours are used only when the stream is
     a terminal, so redirected logs stay plain ``key=value`` text.
     """
+    global _SETTINGS
     threshold = level_number(level)
+    _SETTINGS = {"level": level, "json_lines": json_lines} if stream is None else None
     target = stream if stream is not None else sys.stderr
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
@@ -83,6 +90,13 @@ def configure_logging(
     )
     _route_stdlib_logging(threshold, json_lines, stream)
     _route_library_warnings()
+
+
+def logging_settings() -> dict[str, Any] | None:
+    """The ``configure_logging`` keywords this process logs with (None: not configured, or
+    to a stream of its own), so a child process started by it logs the same way to the
+    stderr it inherits."""
+    return None if _SETTINGS is None else dict(_SETTINGS)
 
 
 def _route_stdlib_logging(threshold: int, json_lines: bool, stream: TextIO | None) -> None:

@@ -354,6 +354,7 @@ def _write_summaries(
     """``meta/tasks.parquet``, ``meta/stats.json`` (aggregated from the ``meta/episodes``
     stats) and ``meta/info.json``."""
     episodes = source.episodes
+    features = dict(features)  # the data files' encoders still read the caller's, unchanged
     sink.write("meta/tasks.parquet", _tasks_bytes(source.instruction))
     keys = tuple(features)
     widths = [feature["shape"][0] for feature in features.values()]

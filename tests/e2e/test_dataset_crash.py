@@ -7,6 +7,9 @@ kill point the LeRobot link must name a complete version (its files hash to its 
 datasets must hold only episodes the log committed, with the log's trajectory digests. At the
 end both live datasets must be byte-identical to `export` of the finished log, and their
 content (frames, stats, tasks, info) byte-identical to the export of an uninterrupted run.
+The datasets are built by a child process of the collector (the process builder); none may
+outlive its killed collector by more than a few seconds, and none may publish once its
+collector is dead (tests/runtime/export/test_live_process.py kills one at its fence).
 
 Run as a script this file is the child: ``python test_dataset_crash.py DB RUN MODE LEROBOT HDF5``.
 """
@@ -58,6 +61,45 @@ def _spawn(db_url: str, run_id: str, mode: str, lerobot: Path, hdf5: Path) -> An
          str(hdf5)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+
+
+def _builders_of(pid: int) -> list[int]:
+    """Live dataset builder processes started by the collector ``pid`` (their argv names it,
+    so they are found even after a kill reparented them)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = [a for a in Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue
+        if len(argv) >= 2 and argv[-1] == str(pid).encode() and any(
+            a.endswith(b"process_main.py") for a in argv
+        ):
+            found.append(int(entry))
+    return found
+
+
+def _published(lerobot: Path, hdf5: Path) -> tuple[Any, Any]:
+    """Which versions are published: the LeRobot link's target, the robomimic file's
+    identity."""
+    link = os.readlink(lerobot) if lerobot.is_symlink() else None
+    try:
+        status = os.stat(hdf5)
+    except FileNotFoundError:
+        return link, None
+    return link, (status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def _all_gone(pids: list[int], seconds: float) -> list[int]:
+    """The pids of ``pids`` still running after ``seconds``."""
+    from store.leases import pid_alive
+
+    deadline = time.monotonic() + seconds
+    while (alive := [p for p in pids if pid_alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
 
 
 def _committed(store: Any, run_id: str) -> dict[tuple[int, int], str]:
@@ -148,6 +190,7 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
     run_id = new_run("crashed")
     lerobot, hdf5 = tmp_path / "live", tmp_path / "live.hdf5"
     kills, sessions, max_held, mode = 0, 0, 0, "collect"
+    builders_at_kills = 0  # kills that found a builder process running
     high = 7.0  # kill moments are drawn from [0.5 s, high] after the child is ready
     while True:
         assert sessions < MAX_SESSIONS, f"no end after {sessions} sessions (seed {seed})"
@@ -160,7 +203,14 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
             try:
                 proc.wait(timeout=rng.uniform(0.5, high))
             except subprocess.TimeoutExpired:
+                builders_at_kills += bool(_builders_of(proc.pid))
                 proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                at_kill = _published(lerobot, hdf5)
+                orphans = _all_gone(_builders_of(proc.pid), 5.0)
+                assert not orphans, f"builder {orphans} outlived its killed collector"
+                time.sleep(0.2)
+                assert _published(lerobot, hdf5) == at_kill, "published after the kill"
             else:  # the session outran its kill: aim the next kills inside what it took
                 high = max(0.6, 0.9 * (time.monotonic() - started))
         out, err = proc.communicate(timeout=300)
@@ -179,6 +229,7 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
         lerobot, hdf5 = tmp_path / f"live_{sessions}", tmp_path / f"live_{sessions}.hdf5"
     assert kills >= MIN_KILLS
     assert max_held > 0, f"no kill found a non-empty dataset (seed {seed})"
+    assert builders_at_kills > 0, f"no kill found a builder process (seed {seed})"
     _check_consistent(store, run_id, lerobot, hdf5, "final")
 
     # The final live datasets are exactly what `export` writes from the finished log.
@@ -206,8 +257,9 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
     assert pq.read_table(lerobot / episodes_file).drop(drop).equals(
         pq.read_table(reference / episodes_file).drop(drop)
     )
-    print(f"dataset crash test: seed {seed}, {kills} kills in {sessions} sessions, "
-          f"largest dataset seen at a kill: {max_held} episodes")
+    print(f"dataset crash test: seed {seed}, {kills} kills in {sessions} sessions "
+          f"({builders_at_kills} with a builder process), largest dataset seen at a kill: "
+          f"{max_held} episodes")
 
 
 if __name__ == "__main__":

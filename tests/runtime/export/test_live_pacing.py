@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from runtime.export.live import _BUILD_SWITCH_INTERVAL_S, _ShortSwitchInterval
+from runtime.export.live_builders import Built
 
 
 def test_builds_shorten_the_switch_interval_and_restore_it() -> None:
@@ -44,10 +45,10 @@ def test_requests_within_the_interval_build_together_and_finish_builds_at_once(
     built: list[int] = []
     done = threading.Event()
 
-    def fake_update(self: LiveDatasets, version: int) -> list:
+    def fake_update(self: LiveDatasets, version: int) -> Built:
         built.append(version)
         done.set()
-        return [("DatasetUpdated", {"version": version})]
+        return Built([("DatasetUpdated", {"version": version})], 0.001, 0.001)
 
     monkeypatch.setattr(LiveDatasets, "_update", fake_update)
     live = LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
@@ -81,14 +82,15 @@ def test_a_slow_build_waits_in_proportion_to_its_duration(
     ended: list[float] = []
     first, second = threading.Event(), threading.Event()
 
-    def slow_update(self: LiveDatasets, version: int) -> list:
+    def slow_update(self: LiveDatasets, version: int) -> Built:
         started.append(time.monotonic())
         first.set()
         time.sleep(0.2)
         ended.append(time.monotonic())
         if len(started) == 2:
             second.set()
-        return [("DatasetUpdated", {"version": version})]
+        # The builder's own measure of the build (here: all of it) sets the pause.
+        return Built([("DatasetUpdated", {"version": version})], ended[-1] - started[-1], 0.0)
 
     monkeypatch.setattr(LiveDatasets, "_update", slow_update)
     live = LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
