@@ -20,6 +20,10 @@ def dataset_specs(values: list[str] | None) -> list:
         raise UsageError("--dataset: the same path is given twice")
     for spec in specs:
         check_target(spec)
+    if specs:
+        from runtime.export.live_builders import requested_builder
+
+        requested_builder()  # $ASSETCAST_LIVE_BUILDER names a builder
     return specs
 
 

@@ -4,8 +4,8 @@ The same code as `export` (:func:`runtime.export.dataset.build_version`) runs on
 it stands once the batch's events are appended, so a dataset never holds an episode the log
 lacks. It runs beside the collection, overlapping the next batch's episodes: the collector
 only says "the log will be at version V" (:meth:`LiveDatasets.request`); a background thread
-hands V to the builder (:mod:`runtime.export.live_builders`: a child process when the store
-has a URL, else this process), which waits until the log reaches V, projects exactly the
+hands V to the builder (:mod:`runtime.export.live_builders`: this process by default, or a
+child process), which waits until the log reaches V, projects exactly the
 events up to V and publishes (fenced by the session's lease), and the thread leaves a
 `DatasetUpdated` for the collector to append with its next transaction, under the lease it
 holds. Requests that pile up while a build runs, or within ``MIN_BUILD_INTERVAL_S`` of the
@@ -93,9 +93,9 @@ class BuildRecord:
 class LiveDatasets:
     """The datasets one collection session maintains for its run.
 
-    ``builder``: ``"process"`` or ``"thread"`` (default: a child process when the store has
-    a URL another process can open, else this process). ``builds`` records every finished
-    build (:class:`BuildRecord`), ``builder_kind`` says which variant ran them.
+    ``builder``: ``"process"`` or ``"thread"`` (default: ``$ASSETCAST_LIVE_BUILDER``, else
+    ``"thread"``; see :mod:`runtime.export.live_builders` for why). ``builds`` records every
+    finished build (:class:`BuildRecord`), ``builder_kind`` says which variant ran them.
     """
 
     def __init__(

@@ -7,9 +7,10 @@ kill point the LeRobot link must name a complete version (its files hash to its 
 datasets must hold only episodes the log committed, with the log's trajectory digests. At the
 end both live datasets must be byte-identical to `export` of the finished log, and their
 content (frames, stats, tasks, info) byte-identical to the export of an uninterrupted run.
-The datasets are built by a child process of the collector (the process builder); none may
-outlive its killed collector by more than a few seconds, and none may publish once its
-collector is dead (tests/runtime/export/test_live_process.py kills one at its fence).
+Sessions alternate between the two builders: a background thread of the collector (the
+default) and a child process (``ASSETCAST_LIVE_BUILDER=process``). No child may outlive its
+killed collector by more than a few seconds, and none may publish once its collector is dead
+(tests/runtime/export/test_live_process.py kills one at its fence).
 
 Run as a script this file is the child: ``python test_dataset_crash.py DB RUN MODE LEROBOT HDF5``.
 """
@@ -54,8 +55,10 @@ def _child(db_url: str, run_id: str, mode: str, lerobot: str, hdf5: str) -> None
     print("done", flush=True)
 
 
-def _spawn(db_url: str, run_id: str, mode: str, lerobot: Path, hdf5: Path) -> Any:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def _spawn(
+    db_url: str, run_id: str, mode: str, lerobot: Path, hdf5: Path, builder: str
+) -> Any:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ASSETCAST_LIVE_BUILDER": builder}
     return subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), db_url, run_id, mode, str(lerobot),
          str(hdf5)],
@@ -195,7 +198,8 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
     while True:
         assert sessions < MAX_SESSIONS, f"no end after {sessions} sessions (seed {seed})"
         sessions += 1
-        proc = _spawn(db_url, run_id, mode, lerobot, hdf5)
+        builder = ("process", "thread")[sessions % 2]
+        proc = _spawn(db_url, run_id, mode, lerobot, hdf5, builder)
         mode = "resume"
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-3000:]
         if kills < MIN_KILLS:
@@ -203,7 +207,9 @@ def test_sigkilled_live_datasets_stay_whole_and_end_equal_to_export(tmp_path: Pa
             try:
                 proc.wait(timeout=rng.uniform(0.5, high))
             except subprocess.TimeoutExpired:
-                builders_at_kills += bool(_builders_of(proc.pid))
+                found = _builders_of(proc.pid)
+                assert builder == "process" or not found, f"{builder} builder started a child"
+                builders_at_kills += bool(found)
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
                 at_kill = _published(lerobot, hdf5)

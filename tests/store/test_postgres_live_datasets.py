@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from runtime.export.dataset import DatasetSpec, build_version
 from runtime.export.episodes import dataset_source, run_source
 from runtime.export.live import LiveDatasets
@@ -12,11 +14,12 @@ from store import EventStore
 
 
 def test_a_collection_on_postgresql_keeps_live_datasets_built_by_a_child_process(
-    pg_url: str, tmp_path: Path
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from runtime.collection import collect
     from runtime.collection.demo_run import prepare_demo_run, write_catalog
 
+    monkeypatch.setenv("ASSETCAST_LIVE_BUILDER", "process")
     kinds: list[str] = []
     original = LiveDatasets.close
 

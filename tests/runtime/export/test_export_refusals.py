@@ -136,6 +136,22 @@ def test_cli_one_line_errors(collected: CollectedRun, tmp_path: Path,
     )
 
 
+def test_cli_refuses_a_live_builder_that_does_not_exist(
+    collected: CollectedRun, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ASSETCAST_LIVE_BUILDER", "fork")
+    versions = collected.store().state(collected.run_id).version
+    code = main(["--db", collected.db_url, "collect", collected.run_id,
+                 "--dataset", f"lerobot:{tmp_path / 'd'}"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "assetcast: error: ASSETCAST_LIVE_BUILDER must be one of process, thread, not 'fork'\n"
+    )
+    assert not (tmp_path / "d").exists()
+    assert collected.store().state(collected.run_id).version == versions
+
+
 def _with_later_episodes_altered(source, alter):  # type: ignore[no-untyped-def]
     """``source`` whose episodes of its last batch load as ``alter(data)`` gives."""
     import dataclasses

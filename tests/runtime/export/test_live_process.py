@@ -41,6 +41,32 @@ def _gone_within(pid: int, seconds: float) -> bool:
     return not pid_alive(pid)
 
 
+@pytest.fixture(autouse=True)
+def _process_builder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are the child process's tests (the default builder is the thread)."""
+    monkeypatch.setenv("ASSETCAST_LIVE_BUILDER", "process")
+
+
+def test_the_default_builder_is_the_thread_and_a_bad_choice_names_the_variable(
+    collected: CollectedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = collected.store()
+    specs = [DatasetSpec("lerobot", tmp_path / "live")]
+    monkeypatch.delenv("ASSETCAST_LIVE_BUILDER")
+    live = LiveDatasets(collected.run_id, specs, store)
+    try:
+        assert live.builder_kind == "thread"
+    finally:
+        live.close()
+    monkeypatch.setenv("ASSETCAST_LIVE_BUILDER", "fork")
+    with pytest.raises(ValueError) as raised:
+        LiveDatasets(collected.run_id, specs, store)
+    assert str(raised.value) == (
+        "ASSETCAST_LIVE_BUILDER must be one of process, thread, not 'fork'"
+    )
+    assert not (tmp_path / "live").exists()
+
+
 def test_a_child_process_publishes_what_export_writes_and_is_reaped_at_close(
     collected: CollectedRun, tmp_path: Path
 ) -> None:
