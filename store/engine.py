@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -52,6 +53,15 @@ BUSY_TIMEOUT_MS = 30_000
 # SQLSTATEs meaning "a concurrent transaction won": serialization failure, deadlock.
 _CONFLICT_SQLSTATES = frozenset({"40001", "40P01"})
 _SQLITE_HEADER = b"SQLite format 3\x00"
+# Database files this process has opened a descriptor of, by (device, inode). POSIX drops
+# every fcntl lock a process holds on a file when it closes *any* descriptor of that file, so
+# closing one while SQLite has the file open here would silently cancel SQLite's locks: another
+# process could then check the WAL back into the file and delete it under this one's
+# connections (SQLITE_IOERR_SHORT_READ, lost commits; sqlite.org "How To Corrupt An SQLite
+# Database File", 2.2). The header and attribute checks therefore open a file only the first
+# time this process meets it, before any connection to it exists, under this lock.
+_LOOKED_AT: dict[tuple[int, int], bool] = {}  # -> the file carried the immutable attribute
+_LOOK_LOCK = threading.Lock()
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 _URL_EXAMPLE = "e.g. sqlite:///assetcast.db or postgresql+psycopg://user@host/dbname"
 
@@ -171,8 +181,22 @@ def sqlite_target(url: str, path: Path, *, must_exist: bool) -> bool:
         if side_kind is not None:
             raise NotADatabase(url, f"{side} is {side_kind}, not SQLite's {suffix[1:]} file")
     if info.st_size:
-        _check_header(url, path)
+        with _LOOK_LOCK:
+            if (info.st_dev, info.st_ino) not in _LOOKED_AT:
+                _check_header(url, path)
+                _LOOKED_AT[(info.st_dev, info.st_ino)] = _immutable_file(path)
     return True
+
+
+def _note_connected(path: Path) -> None:
+    """SQLite has ``path`` open in this process now (a file it may just have created): from
+    here on nothing here opens, and so closes, a descriptor of it."""
+    try:
+        info = path.stat()
+    except OSError:
+        return
+    with _LOOK_LOCK:
+        _LOOKED_AT.setdefault((info.st_dev, info.st_ino), False)
 
 
 def _check_header(url: str, path: Path) -> None:
@@ -226,6 +250,19 @@ def _immutable_file(path: Path) -> bool:
     return bool(flags[0] & _FS_IMMUTABLE_FL)
 
 
+def _immutable(path: Path) -> bool:
+    """:func:`_immutable_file`, opening ``path`` only if this process never looked at it."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    key = (info.st_dev, info.st_ino)
+    with _LOOK_LOCK:
+        if key not in _LOOKED_AT:
+            _LOOKED_AT[key] = _immutable_file(path)
+        return _LOOKED_AT[key]
+
+
 def _require_writable(url: str, path: Path, exists: bool) -> None:
     """A writer needs the file and its directory (SQLite's journal lives beside it)."""
     directory = path.parent
@@ -263,7 +300,7 @@ def _read_only_sqlite_url(parsed: URL, path: Path) -> tuple[URL, bool]:
     has_wal = path.with_name(path.name + "-wal").exists()
     query = {**parsed.query, "mode": "ro", "uri": "true"}
     if (
-        read_only_fs or _immutable_file(path)
+        read_only_fs or _immutable(path)
         or (not has_wal and not os.access(directory, os.W_OK))
     ):
         query["immutable"] = "1"
@@ -317,6 +354,8 @@ def make_engine(
     _translate_errors(engine, shown, busy_ms, parsed.password, path)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine, busy_ms, read_only)
+        if path is not None:
+            event.listen(engine, "connect", lambda _conn, _record: _note_connected(path))
     elif engine.dialect.name == "postgresql":
         _configure_postgresql(engine, read_only, _sets_lock_timeout(parsed))
     return engine
