@@ -3,7 +3,6 @@ temporary place (the target folder keeps exactly what it had)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -91,10 +90,17 @@ def test_runs_of_different_tasks(collected: CollectedRun, tmp_path: Path) -> Non
 
 
 def test_trajectory_that_fails_verification(collected: CollectedRun, tmp_path: Path) -> None:
-    copy = tmp_path / "copy"
-    shutil.copytree(collected.root, copy)
+    import sqlite3
+
     from store import EventStore
 
+    # SQLite's backup, never a file copy: reading and closing the live database file here
+    # would cancel this process's SQLite locks on it (POSIX drops them all on any close).
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    with sqlite3.connect(collected.db_url.removeprefix("sqlite:///")) as source, \
+            sqlite3.connect(copy / "assetcast.db") as target:
+        source.backup(target)
     store = EventStore(f"sqlite:///{copy / 'assetcast.db'}")
     # The run's output dir is absolute in the log: damage the original file, then restore it.
     receipt = next(e.payload for e in store.read(collected.run_id)
