@@ -6,10 +6,11 @@ folds it, projects it and publishes through the same code as `export`
 (:func:`runtime.export.dataset.build_version`), so both variants give the same bytes.
 
 * :mod:`.in_process` builds in the calling process (the live dataset's background thread);
-  the default: on these 2-core machines it measured as cheap as the child or cheaper
-  (bench/bench_live_dataset.py, 60-episode collections: robomimic 1.07x vs 1.09x quiet,
-  1.00x vs 1.22x under load; LeRobot 1.00x vs 1.02x), since a child costs 0.6-1.8 s of CPU
-  to start per session and shares the cores and the disk journal all the same.
+  the default: on these 2-core machines the two are within the bench's noise on a quiet box
+  (bench/bench_live_dataset.py, 60-episode collections, robomimic thread vs child: 1.07x vs
+  1.09x in one run, 1.06x vs 1.02x in another; LeRobot 1.00x vs 1.02x) and the thread is
+  clearly cheaper under load (1.00x vs 1.22x): a child costs 0.6-1.8 s of CPU to start per
+  session and shares the cores and the disk journal all the same.
 * :mod:`.process` (``ASSETCAST_LIVE_BUILDER=process``) runs that same in-process builder in a
   child process (spawned, never forked) that opens its own reader of the store. The collector
   then shares no GIL with the build (h5py and the hashing hold it for most of a build), and a
