@@ -112,13 +112,11 @@ class LiveDatasets:
         if not 0 < max_duty <= 1:
             raise ValueError(f"max_duty must be in (0, 1], not {max_duty!r}")
         self.run_id = run_id
-        self.before_publish = before_publish
         self.min_interval_s = min_interval_s
         self.max_duty = max_duty
         self._idle_until = 0.0  # time.monotonic() before which no build starts (bar finish)
         self._flush = False
         self.specs = tuple(specs)
-        self.store = store
         self.builds: list[BuildRecord] = []
         self._lock = threading.Condition()
         self._wanted: int | None = None

@@ -100,13 +100,12 @@ def open_builder(
     """A builder of ``kind`` (default: :func:`requested_builder`)."""
     where = "builder" if kind is not None else BUILDER_ENV
     kind = requested_builder(kind)
-    url = store_url(store)
-    if kind == "process" and url is None:
-        raise ValueError(
-            f"{where}: a process builder needs a store another process can open (a URL)"
-        )
     if kind == "process":
-        assert url is not None
+        url = store_url(store)
+        if url is None:
+            raise ValueError(
+                f"{where}: a process builder needs a store another process can open (a URL)"
+            )
         from runtime.export.live_builders.process import ProcessBuilder
 
         return ProcessBuilder(run_id, specs, url, before_publish=before_publish)
