@@ -28,9 +28,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 import traceback
@@ -39,6 +36,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from runtime.child_process import ChildProcess
 from runtime.export.live_builders import Built
 
 _PARENT_CHECK_S = 0.5
@@ -69,28 +67,17 @@ class ProcessBuilder:
         from runtime.logging import logging_settings
 
         self.before_publish = before_publish
-        ours, theirs = socket.socketpair()
-        repo = str(Path(__file__).resolve().parents[3])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p)
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, str(Path(__file__).with_name("process_main.py")),
-                 str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env,
-            )
-        except BaseException:
-            ours.close()
-            raise
-        finally:
-            theirs.close()
-        self._connection = Connection(ours.detach())
+        self._child = ChildProcess(
+            Path(__file__).with_name("process_main.py"), str(os.getpid()),
+            what="dataset builder", died=BuilderDied,
+        )
+        self.process = self._child.process
         self._send_lock = threading.Lock()
         self._send(("init", run_id, tuple(specs), url, logging_settings()))
 
     @property
     def pid(self) -> int:
-        return int(self.process.pid)
+        return self._child.pid
 
     def build(self, version: int) -> Built:
         self._send(("build", version))
@@ -123,32 +110,14 @@ class ProcessBuilder:
 
     def close(self) -> None:
         self.stop()
-        try:
-            self.process.wait(timeout=_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()  # publishing is atomic: a kill leaves a whole version
-            self.process.wait()
-        self._connection.close()
+        self._child.close(_STOP_TIMEOUT_S)  # publishing is atomic: a kill leaves a whole version
 
     def _send(self, message: tuple[Any, ...]) -> None:
         with self._send_lock:
-            try:
-                self._connection.send(message)
-            except (OSError, ValueError) as error:
-                raise BuilderDied(self._died()) from error
+            self._child.send(message)
 
     def _recv(self) -> tuple[Any, ...]:
-        try:
-            return tuple(self._connection.recv())
-        except (EOFError, OSError) as error:
-            raise BuilderDied(self._died()) from error
-
-    def _died(self) -> str:
-        try:
-            code = self.process.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            code = None
-        return f"the dataset builder process exited (exit code {code})"
+        return tuple(self._child.recv())
 
 
 # ---------------------------------------------------------------------------- child side

@@ -25,14 +25,10 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +36,7 @@ import mujoco
 import numpy as np
 
 from domain.cameras import CameraSpec
+from runtime.child_process import ChildProcess
 from runtime.sim.cameras.labels import SegmentationLabels
 from runtime.sim.cameras.rendering import CameraFrame, camera_pose
 
@@ -199,69 +196,39 @@ class RenderServer:
     """The handle of this process's render server (``server()`` starts it on first use)."""
 
     def __init__(self) -> None:
-        ours, theirs = socket.socketpair()
-        repo = str(Path(__file__).resolve().parents[3])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p)
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, str(Path(__file__).with_name("render_process.py")),
-                 str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, env=env,
-            )
-        finally:
-            theirs.close()
-        self._connection = Connection(ours.detach())
+        self._child = ChildProcess(
+            Path(__file__).with_name("render_process.py"), what="camera render",
+            died=RenderServerDied, quiet=True,
+        )
+        self.process = self._child.process
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return self._child.alive()
 
     def new_id(self) -> int:
         return next(self._ids)
 
     def post(self, *message: Any) -> None:
         with self._lock:
-            self._send(message)
+            self._child.send(message)
 
     def call(self, *message: Any) -> Any:
         with self._lock:
-            self._send(message)
-            try:
-                status, value = self._connection.recv()
-            except (EOFError, OSError) as error:
-                raise RenderServerDied(self._died()) from error
+            self._child.send(message)
+            status, value = self._child.recv()
         if status == "error":
             raise value
         return value
 
-    def _send(self, message: tuple[Any, ...]) -> None:
-        try:
-            self._connection.send(message)
-        except (BrokenPipeError, OSError) as error:
-            raise RenderServerDied(self._died()) from error
-
-    def _died(self) -> str:
-        try:
-            code = self.process.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            code = None
-        return f"the camera render process exited (exit code {code})"
-
     def stop(self) -> None:
         try:
             with self._lock:
-                self._connection.send(("stop", 0))
-        except (BrokenPipeError, OSError):
+                self._child.send(("stop", 0))
+        except RenderServerDied:
             pass
-        try:
-            self.process.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._connection.close()
+        self._child.close(5.0)
 
 
 _server: RenderServer | None = None
