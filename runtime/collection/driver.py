@@ -93,6 +93,7 @@ class Driver:
         )
         self._todo: dict[int, tuple[int, ...]] = {}
         self._workers: dict[int, str] = {}  # batch -> the worker that opened it last
+        self._last_batch: int | None = None  # the pass's last pending batch
 
     # ------------------------------------------------------------------ the pass
 
@@ -114,6 +115,7 @@ class Driver:
             done_episodes=len(plan.done),
         )
         works = [self.work_of(batch) for batch in pending]
+        self._last_batch = pending[-1].batch_index if pending else None
         bar = progress_bar(plan, self.progress)
         stream = self.executor.run(works)
         try:
@@ -195,6 +197,10 @@ class Driver:
         )
         bar.set_postfix(batch=f"{b + 1}/{len(plan.batches)}", accepted=plan.totals()[0])
         self.ledger.phase = "episode"
+        if b == self._last_batch:
+            # What the datasets lag behind is built now, beside this batch, so the build
+            # the session ends with holds this batch alone.
+            self.ledger.update_datasets(catch_up=True)
 
     def episode_done(self, run: EpisodeRun, bar: Any) -> None:
         plan = self.plan

@@ -93,11 +93,12 @@ class SessionLedger:
 
     # ------------------------------------------------------------------ live datasets
 
-    def update_datasets(self) -> None:
+    def update_datasets(self, *, catch_up: bool = False) -> None:
         """Ask the live datasets to project the log as it will be once everything submitted so
-        far is appended (they build on their own thread; see runtime.export.live)."""
+        far is appended (they build on their own thread; see runtime.export.live).
+        ``catch_up``: without waiting out their pacing (the session is about to end)."""
         if self.datasets:
-            self.datasets.request(self.writer.version)
+            self.datasets.request(self.writer.version, catch_up=catch_up)
 
     def finish_datasets(self) -> None:
         """Wait for the last dataset build and append its `DatasetUpdated` (phase

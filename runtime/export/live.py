@@ -116,6 +116,7 @@ class LiveDatasets:
         self.max_duty = max_duty
         self._idle_until = 0.0  # time.monotonic() before which no build starts (bar finish)
         self._flush = False
+        self._catch_up = False
         self.specs = tuple(specs)
         self.builds: list[BuildRecord] = []
         self._lock = threading.Condition()
@@ -139,11 +140,18 @@ class LiveDatasets:
 
     # ------------------------------------------------------------------ collector side
 
-    def request(self, version: int) -> None:
-        """Bring the datasets up to the log at ``version`` (which the writer will reach)."""
+    def request(self, version: int, *, catch_up: bool = False) -> None:
+        """Bring the datasets up to the log at ``version`` (which the writer will reach).
+
+        ``catch_up``: build it as soon as the builder is free, whatever the interval since the
+        last build. The collector asks so when its last batch starts: the build at
+        :meth:`finish` waits on the collector's critical path, and it then holds only that
+        last batch instead of every batch the pacing let pile up (each costs its share of
+        the build however it is grouped; only the fixed cost per version is paid once more)."""
         self._raise_pending()
         with self._lock:
             self._wanted = version if self._wanted is None else max(self._wanted, version)
+            self._catch_up = self._catch_up or catch_up
             self._lock.notify_all()
 
     def take_events(self) -> list[tuple[str, dict[str, Any]]]:
@@ -187,12 +195,13 @@ class LiveDatasets:
                         self._lock.wait()
                         continue
                     delay = self._idle_until - time.monotonic()
-                    if delay <= 0 or self._flush:
+                    if delay <= 0 or self._flush or self._catch_up:
                         break
                     self._lock.wait(timeout=delay)  # later requests join this build
                 if self._stopped:
                     return
                 version, self._wanted, self._busy = self._wanted, None, True
+                self._catch_up = False
             pacing = (
                 _ShortSwitchInterval() if self._builder.shares_gil else contextlib.nullcontext()
             )

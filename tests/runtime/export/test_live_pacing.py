@@ -116,3 +116,38 @@ def test_a_duty_outside_zero_to_one_is_refused() -> None:
     with pytest.raises(ValueError, match=r"max_duty must be in \(0, 1\], not 0"):
         LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
                      max_duty=0)
+
+
+def test_a_catch_up_request_is_built_without_waiting_out_the_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    from pathlib import Path
+
+    from runtime.export.dataset import DatasetSpec
+    from runtime.export.live import LiveDatasets
+
+    built: list[int] = []
+    ready = threading.Semaphore(0)
+
+    def fake_update(self: LiveDatasets, version: int) -> Built:
+        built.append(version)
+        ready.release()
+        return Built([("DatasetUpdated", {"version": version})], 0.001, 0.001)
+
+    monkeypatch.setattr(LiveDatasets, "_update", fake_update)
+    live = LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
+                        min_interval_s=600.0)
+    try:
+        live.request(1)
+        assert ready.acquire(timeout=30)
+        live.request(2)  # paced: would wait ten minutes
+        live.request(3, catch_up=True)  # the last batch started: build what piled up now
+        assert ready.acquire(timeout=30)
+        assert built == [1, 3]
+        live.request(4)  # the catch-up is spent: pacing again
+        assert not ready.acquire(timeout=0.3)
+        assert built == [1, 3]
+        assert live.finish()[-1] == ("DatasetUpdated", {"version": 4})
+    finally:
+        live.close()
