@@ -27,6 +27,7 @@ from runtime.inputs.paths import resolve_inside
 from runtime.inputs.reading import read_bounded
 from runtime.sim.contact import OBJECT_FRICTION
 from runtime.sim.errors import SceneBuildError
+from runtime.sim.mesh_memo import derived
 
 log = structlog.get_logger(__name__)
 
@@ -130,16 +131,6 @@ def _inside(root: Path, relpath: str, what: str) -> Path:
     return candidate
 
 
-def _load_mesh(path: Path) -> trimesh.Trimesh:
-    try:
-        mesh = trimesh.load(str(path), force="mesh", process=False, skip_materials=True)
-    except Exception as error:  # trimesh raises many types for bad files
-        raise SceneBuildError(f"{path}: cannot load mesh ({error})") from error
-    if not isinstance(mesh, trimesh.Trimesh) or len(mesh.vertices) < 4:
-        raise SceneBuildError(f"{path}: mesh has no usable geometry")
-    return mesh
-
-
 def _piece(mesh: trimesh.Trimesh, path: Path) -> MeshPiece:
     try:
         volume = float(mesh.convex_hull.volume)
@@ -147,11 +138,21 @@ def _piece(mesh: trimesh.Trimesh, path: Path) -> MeshPiece:
         raise SceneBuildError(f"{path}: collision piece is degenerate ({error})") from error
     if not volume > 0.0:
         raise SceneBuildError(f"{path}: collision piece has zero volume")
-    return MeshPiece(
-        vertices=np.asarray(mesh.vertices, dtype=np.float64),
-        faces=np.asarray(mesh.faces, dtype=np.int32),
-        volume=volume,
-    )
+    vertices = np.array(mesh.vertices, dtype=np.float64)
+    faces = np.array(mesh.faces, dtype=np.int32)
+    vertices.flags.writeable = faces.flags.writeable = False  # shared through mesh_memo
+    return MeshPiece(vertices=vertices, faces=faces, volume=volume)
+
+
+def _piece_bytes(piece: MeshPiece) -> int:
+    return piece.vertices.nbytes + piece.faces.nbytes
+
+
+def _closed_volume(mesh: trimesh.Trimesh) -> float | None:
+    """The mesh's own volume when it is closed (None otherwise)."""
+    if mesh.is_watertight and mesh.volume > 0:
+        return float(mesh.volume)
+    return None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -185,25 +186,28 @@ def package_geometry(entity_id: str, catalog_path: Path, density: float) -> Enti
         log.warning("sim.package_without_snapshot", entity=entity_id, package=str(catalog_path))
     if not piece_paths or not all(isinstance(p, str) for p in piece_paths):
         raise SceneBuildError(f"entity {entity_id!r}: {catalog_path} lists no collision pieces")
-    # Without a snapshot the collision piece is usually the visual mesh itself: load
-    # each file once, whether it serves as a piece, as the mass source, or both.
-    loaded: dict[Path, trimesh.Trimesh] = {}
+    # Without a snapshot the collision piece is usually the visual mesh itself: each file
+    # is parsed once, whether it serves as a piece, as the mass source, or both (and not at
+    # all when mesh_memo knows what its bytes give).
+    loaded: dict[Any, trimesh.Trimesh] = {}
 
-    def mesh_at(rel: str) -> tuple[trimesh.Trimesh, Path]:
+    def piece_at(rel: str) -> MeshPiece:
         path = _inside(root, rel, f"entity {entity_id!r}")
-        if path not in loaded:
-            loaded[path] = _load_mesh(path)
-        return loaded[path], path
+        return derived(
+            "piece", path, lambda mesh: _piece(mesh, path), _piece_bytes, loaded
+        )
 
-    pieces = tuple(_piece(*mesh_at(rel)) for rel in piece_paths)
+    pieces = tuple(piece_at(rel) for rel in piece_paths)
     volume = sum(p.volume for p in pieces)
     if isinstance(visual, str):
         # The mesh's own volume is the honest mass source when it is closed; convex
         # pieces over-fill concave parts, so they are only the fallback.
         try:
-            mesh, _ = mesh_at(visual)
-            if mesh.is_watertight and mesh.volume > 0:
-                volume = float(mesh.volume)
+            path = _inside(root, visual, f"entity {entity_id!r}")
+            closed = derived("closed_volume", path, _closed_volume, lambda _v: 64,
+                                       loaded)
+            if closed is not None:
+                volume = closed
         except SceneBuildError as error:
             log.warning("sim.visual_mesh_unusable", entity=entity_id, detail=str(error))
     points = np.concatenate([p.vertices for p in pieces])
