@@ -20,9 +20,9 @@ Run: ``.venv/bin/python bench/bench_live_dataset.py`` (prints figures; not part 
 Environment: ``BENCH_LIVE_PAIRS`` (default 5), ``BENCH_LIVE_BATCHES`` (default 10),
 ``BENCH_LIVE_EPISODES`` (episodes per batch, default 6), ``BENCH_LIVE_BUILDERS`` (comma
 list of ``default``, ``process``, ``thread``; default ``default``: what a collection chooses,
-a child process for this SQLite store; ``process,thread`` measures both beside the same plain
-collections, in groups of three whose order rotates), ``BENCH_LIVE_FORMATS`` (default
-``lerobot,robomimic``).
+the thread builder unless ``ASSETCAST_LIVE_BUILDER`` says otherwise; ``process,thread``
+measures both beside the same plain collections, in groups of three whose order rotates),
+``BENCH_LIVE_FORMATS`` (default ``lerobot,robomimic``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ BATCHES = int(os.environ.get("BENCH_LIVE_BATCHES", "10"))
 EPISODES = int(os.environ.get("BENCH_LIVE_EPISODES", "6"))
 FORMATS = os.environ.get("BENCH_LIVE_FORMATS", "lerobot,robomimic").split(",")
 # Which builders to measure, each beside the same plain collections (interleaved groups):
-# "process", "thread", or "default" (what a collection chooses: a process for this store).
+# "process", "thread", or "default" (what a collection chooses: $ASSETCAST_LIVE_BUILDER, else
+# the thread).
 BUILDERS: list[str | None] = [
     None if name.strip() == "default" else name.strip()
     for name in os.environ.get("BENCH_LIVE_BUILDERS", "default").split(",")
@@ -82,8 +83,8 @@ class UpdateTimes:
 class Instrument:
     """Reads each session's build record (``LiveDatasets.builds``: wall and CPU seconds per
     build, measured by the builder, wherever it runs) at ``close``, and times ``finish``.
-    ``builder``: the variant the next sessions use (None: the default, a child process for
-    this SQLite store)."""
+    ``builder``: the variant the next sessions use (None: the default, what a collection
+    chooses)."""
 
     def __init__(self) -> None:
         self.current = UpdateTimes()

@@ -12,6 +12,8 @@ when YAML knows it).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,10 @@ log = structlog.get_logger(__name__)
 MAX_TASK_BYTES = 1024 * 1024
 #: Far deeper than any task needs (about 6 levels), far shallower than Python's stack.
 MAX_TASK_DEPTH = 32
+#: Validated tasks kept per process, by the SHA-256 of their bytes (see load_task_with_digest).
+PARSED_TASKS_KEPT = 256
+_PARSED: OrderedDict[str, TaskSpec] = OrderedDict()
+_PARSED_LOCK = threading.Lock()
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -110,11 +116,28 @@ def read_task_mapping(path: str | Path) -> Any:
 
 
 def load_task_with_digest(path: str | Path) -> tuple[TaskSpec, str]:
-    """The validated task and the SHA-256 of exactly the bytes that were parsed."""
+    """The validated task and the SHA-256 of exactly the bytes that were parsed.
+
+    A collection reads each batch's deployment task more than once (the worker, the asset
+    replacement, the robomimic writer's scene model), and the pure-Python YAML composer costs
+    milliseconds each time, holding the GIL. A ``TaskSpec`` is a frozen value and a function of
+    the bytes alone, so the bytes are still read every time and a task already validated from
+    the same bytes (same SHA-256) is returned again; a file that changed is parsed anew.
+    Failures are never kept (their messages name the file)."""
     data = read_task_bytes(path)
-    spec = parse_task(parse_task_bytes(data, str(path)), source=str(path))
+    digest = sha256_hex(data)
+    with _PARSED_LOCK:
+        spec = _PARSED.get(digest)
+        if spec is not None:
+            _PARSED.move_to_end(digest)
+    if spec is None:
+        spec = parse_task(parse_task_bytes(data, str(path)), source=str(path))
+        with _PARSED_LOCK:
+            _PARSED[digest] = spec
+            while len(_PARSED) > PARSED_TASKS_KEPT:
+                _PARSED.popitem(last=False)
     log.debug("task_loaded", path=str(path), task_id=spec.task_id)
-    return spec, sha256_hex(data)
+    return spec, digest
 
 
 def load_task(path: str | Path) -> TaskSpec:

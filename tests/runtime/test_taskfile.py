@@ -158,3 +158,34 @@ def test_schema_errors_name_the_file(tmp_path: Path) -> None:
 
 def test_parse_equals_load() -> None:
     assert load_task(DEMO) == parse_task(yaml.safe_load(DEMO.read_text(encoding="utf-8")))
+
+
+def test_a_task_read_again_is_validated_once_per_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runtime.taskfile as taskfile
+
+    parsed: list[str] = []
+    real = taskfile.parse_task_bytes
+
+    def counted(data: bytes, source: str) -> object:
+        parsed.append(Path(source).name)
+        return real(data, source)
+
+    monkeypatch.setattr(taskfile, "parse_task_bytes", counted)
+    monkeypatch.setattr(taskfile, "_PARSED", type(taskfile._PARSED)())
+    text = DEMO.read_text()
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(text)
+    second.write_text(text)  # a copy elsewhere (each batch's deployment has one)
+    spec, digest = taskfile.load_task_with_digest(first)
+    assert taskfile.load_task_with_digest(second) == (spec, digest)
+    assert parsed == ["a.yaml"]
+    first.write_text(text.replace("task_id: ", "task_id: changed_", 1))
+    changed = load_task(first)  # new bytes: parsed again
+    assert changed.task_id == "changed_" + spec.task_id and parsed == ["a.yaml", "a.yaml"]
+    second.write_text(text.replace("scene:", "scene: [", 1))
+    with pytest.raises(ConfigError, match="b.yaml"):  # failures are not kept, and name the file
+        load_task(second)
+    with pytest.raises(ConfigError, match="b.yaml"):
+        load_task(second)
