@@ -187,11 +187,15 @@ def build_version(
     *,
     scene_model: Callable[[Path], Any] | None = None,
     before_publish: Callable[[], None] = lambda: None,
+    recorded: str | None = None,
 ) -> DatasetVersion:
     """Write (if needed) and publish the dataset ``source`` projects, at ``spec``.
 
     ``before_publish`` runs right before the switch (the caller's lease check: a session that
-    lost its run publishes nothing)."""
+    lost its run publishes nothing). ``recorded``: the digest the log's latest
+    `DatasetUpdated` gives this path; a robomimic file on disk with exactly that digest was
+    published from the log, so a new version extends it (copies its batches, writes the new
+    ones) even in a process that did not write it, e.g. the first update after a resume."""
     manifest = manifest_of(source, spec.format)
     with parent_lock(spec.path):
         existing = read_manifest(spec)
@@ -200,6 +204,8 @@ def build_version(
             totals = existing_totals(spec)
             written = False
         else:
+            if existing is not None and recorded is not None and spec.format == "robomimic":
+                _adopt_recorded_file(spec, existing, recorded)
             files, totals = _write(spec, source, manifest, scene_model, before_publish, existing)
             written = True
     version = DatasetVersion(
@@ -220,6 +226,24 @@ def build_version(
         digest=version.digest,
     )
     return version
+
+
+def _adopt_recorded_file(spec: DatasetSpec, manifest: dict[str, Any], recorded: str) -> None:
+    """Let :func:`write_robomimic` extend the file at ``spec.path`` when its bytes are the
+    version the log recorded (hashed here, never assumed); otherwise nothing changes and the
+    new version is written whole, so a file changed since it was published is not carried
+    forward."""
+    from runtime.export.robomimic import is_published, remember_published
+
+    if is_published(spec.path):
+        return
+    digest = file_sha256(spec.path)
+    if dataset_digest({spec.path.name: digest}) != recorded:
+        log.warning("dataset_file_not_as_recorded", path=str(spec.path),
+                    detail="written whole: its bytes are not the version the log recorded")
+        return
+    remember_published(spec.path, manifest)
+    remember(spec.path, digest)
 
 
 def existing_totals(spec: DatasetSpec) -> tuple[int, int]:

@@ -59,7 +59,12 @@ def export_runs(store: Any, run_ids: Sequence[str], spec: DatasetSpec) -> Datase
             for session in sessions:
                 session.check()
 
-        version = build_version(spec, source, before_publish=fenced)
+        # What the log says this path holds (the same for every run it was exported from):
+        # a robomimic file still holding exactly that is extended, not written whole.
+        recorded = {recorded_digest(store.read(run.run_id), str(spec.path))
+                    for run in source.runs}
+        version = build_version(spec, source, before_publish=fenced,
+                                recorded=recorded.pop() if len(recorded) == 1 else None)
         for run, session in zip(source.runs, sessions, strict=True):
             events = store.read(run.run_id)
             if needs_record(events, version):

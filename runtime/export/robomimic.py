@@ -158,6 +158,11 @@ def _known(path: Path) -> _Written | None:
         return None
 
 
+def is_published(path: Path) -> bool:
+    """Whether this process published the file at ``path`` and nobody changed it since."""
+    return _known(path) is not None
+
+
 def reusable_prefix(path: Path, manifest: dict[str, Any]) -> int:
     """How many leading episodes of the file at ``path`` a new version for ``manifest`` takes
     over as they are: only a file this process published and nobody changed since, only

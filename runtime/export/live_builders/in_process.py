@@ -108,7 +108,8 @@ class InProcessBuilder:
         source = dataset_source([run], cache=self._cache)
         updates = []
         for spec in self.specs:
-            built = build_version(spec, source, before_publish=self.before_publish)
+            built = build_version(spec, source, before_publish=self.before_publish,
+                                  recorded=self._recorded[str(spec.path)])
             if self._recorded[str(spec.path)] != built.digest:
                 self._recorded[str(spec.path)] = built.digest
                 updates.append(("DatasetUpdated", built.event_payload(self.run_id, version)))

@@ -121,6 +121,41 @@ def test_a_robomimic_file_changed_since_it_was_published_is_written_whole(
     assert after.files["live.hdf5"] == whole.files["whole.hdf5"]
 
 
+@pytest.mark.parametrize("tampered", [False, True])
+def test_a_robomimic_file_as_the_log_recorded_it_is_extended_by_a_new_process(
+    collected: CollectedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tampered: bool
+) -> None:
+    """After a resume (a process that did not write the file), the digest the log recorded
+    for the path lets the next version copy the file's batches instead of rewriting them all;
+    a file whose bytes differ from that record is written whole."""
+    from runtime.export import robomimic
+
+    full = _source_up_to(collected, "RunCompleted")
+    live = DatasetSpec("robomimic", tmp_path / "live.hdf5")
+    before = build_version(live, _source_up_to(collected, "BatchFinished", 0))
+    if tampered:  # one recorded action changed in place: a readable file, other bytes
+        import h5py
+
+        with h5py.File(live.path, "r+") as handle:
+            handle["data/demo_0/actions"][0, 0] += 1.0
+    robomimic._WRITTEN.clear()  # as in a new process
+    written: list[int] = []
+    real = robomimic._write_demo
+
+    def counted(handle, data_group, i, *args, **kwargs):  # type: ignore[no-untyped-def]
+        written.append(i)
+        return real(handle, data_group, i, *args, **kwargs)
+
+    monkeypatch.setattr(robomimic, "_write_demo", counted)
+    after = build_version(live, full, recorded=before.digest)
+    whole = build_version(DatasetSpec("robomimic", tmp_path / "whole.hdf5"), full)
+    assert live.path.read_bytes() == whole.spec.path.read_bytes()
+    assert after.files["live.hdf5"] == whole.files["whole.hdf5"]
+    fresh = list(range(before.total_episodes, len(full.episodes)))
+    all_demos = list(range(len(full.episodes)))
+    assert written[: len(all_demos if tampered else fresh)] == (all_demos if tampered else fresh)
+
+
 def test_the_manifest_text_is_json_bytes_however_often_episodes_are_reused() -> None:
     from runtime.export.lerobot import json_bytes, manifest_bytes
 
