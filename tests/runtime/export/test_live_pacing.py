@@ -12,6 +12,29 @@ from runtime.export.live import _BUILD_SWITCH_INTERVAL_S, _ShortSwitchInterval
 from runtime.export.live_builders import Built
 
 
+def _instant_builds(monkeypatch: pytest.MonkeyPatch, min_interval_s: float) -> tuple:
+    """A LiveDatasets whose builds take no time; the versions built, and a semaphore
+    released once per build."""
+    import threading
+    from pathlib import Path
+
+    from runtime.export.dataset import DatasetSpec
+    from runtime.export.live import LiveDatasets
+
+    built: list[int] = []
+    finished = threading.Semaphore(0)
+
+    def fake_update(self: LiveDatasets, version: int) -> Built:
+        built.append(version)
+        finished.release()
+        return Built([("DatasetUpdated", {"version": version})], 0.001, 0.001)
+
+    monkeypatch.setattr(LiveDatasets, "_update", fake_update)
+    live = LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
+                        min_interval_s=min_interval_s)
+    return live, built, finished
+
+
 def test_builds_shorten_the_switch_interval_and_restore_it() -> None:
     before = sys.getswitchinterval()
     try:
@@ -35,27 +58,12 @@ def test_builds_shorten_the_switch_interval_and_restore_it() -> None:
 def test_requests_within_the_interval_build_together_and_finish_builds_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import threading
     import time
-    from pathlib import Path
 
-    from runtime.export.dataset import DatasetSpec
-    from runtime.export.live import LiveDatasets
-
-    built: list[int] = []
-    done = threading.Event()
-
-    def fake_update(self: LiveDatasets, version: int) -> Built:
-        built.append(version)
-        done.set()
-        return Built([("DatasetUpdated", {"version": version})], 0.001, 0.001)
-
-    monkeypatch.setattr(LiveDatasets, "_update", fake_update)
-    live = LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
-                        min_interval_s=60.0)
+    live, built, finished = _instant_builds(monkeypatch, min_interval_s=60.0)
     try:
         live.request(1)
-        assert done.wait(30)  # the session's first request is built at once
+        assert finished.acquire(timeout=30)  # the session's first request is built at once
         live.request(2)
         live.request(3)
         time.sleep(0.3)
@@ -121,32 +129,16 @@ def test_a_duty_outside_zero_to_one_is_refused() -> None:
 def test_a_catch_up_request_is_built_without_waiting_out_the_interval(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import threading
-    from pathlib import Path
-
-    from runtime.export.dataset import DatasetSpec
-    from runtime.export.live import LiveDatasets
-
-    built: list[int] = []
-    ready = threading.Semaphore(0)
-
-    def fake_update(self: LiveDatasets, version: int) -> Built:
-        built.append(version)
-        ready.release()
-        return Built([("DatasetUpdated", {"version": version})], 0.001, 0.001)
-
-    monkeypatch.setattr(LiveDatasets, "_update", fake_update)
-    live = LiveDatasets("run-x", [DatasetSpec("lerobot", Path("/nonexistent/x"))], store=None,
-                        min_interval_s=600.0)
+    live, built, finished = _instant_builds(monkeypatch, min_interval_s=600.0)
     try:
         live.request(1)
-        assert ready.acquire(timeout=30)
+        assert finished.acquire(timeout=30)
         live.request(2)  # paced: would wait ten minutes
         live.request(3, catch_up=True)  # the last batch started: build what piled up now
-        assert ready.acquire(timeout=30)
+        assert finished.acquire(timeout=30)
         assert built == [1, 3]
         live.request(4)  # the catch-up is spent: pacing again
-        assert not ready.acquire(timeout=0.3)
+        assert not finished.acquire(timeout=0.3)
         assert built == [1, 3]
         assert live.finish()[-1] == ("DatasetUpdated", {"version": 4})
     finally:
