@@ -166,6 +166,9 @@ def write_lerobot(
     reused = previous.reusable_prefix(manifest) if previous and manifest else 0
     fresh = range(reused, len(episodes))
     wanted = sorted({0, *fresh})
+    # The folders every version has are made before the load threads start: a mkdir lets go
+    # of the GIL, and taking it back from a busy load thread costs up to a switch interval.
+    sink.make_folders([_data_path(0), EPISODES_FILE, MANIFEST_PATH])
     # Every wanted trajectory is read and verified on the load threads at once, in order;
     # this thread writes each batch's data file as soon as its episodes are in.
     loading = dict(zip(wanted, source.loading([episodes[i] for i in wanted]), strict=True))
@@ -203,10 +206,7 @@ def write_lerobot(
                         for f in features.values())
         # Every folder exists before the first file is written: once files' syncs are in
         # flight, a mkdir waits for the journal commit they trigger.
-        sink.make_folders(
-            [_data_path(0), EPISODES_FILE, MANIFEST_PATH]
-            + [_video_path(cam, i) for cam in videos for i in range(len(episodes))]
-        )
+        sink.make_folders([_video_path(cam, i) for cam in videos for i in range(len(episodes))])
         old_files = _old_files(old)
         lengths: list[int] = []
         starts = [0]
