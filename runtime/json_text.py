@@ -22,6 +22,7 @@ from typing import Any
 
 _FLOAT = float.__repr__
 _INT = int.__repr__
+_INFINITY = float("inf")
 _NUMBERS = (int, float)
 _END = object()
 _FLUSH_PARTS = 16384
@@ -145,7 +146,6 @@ def _encoder(step: str, sort_keys: bool, ensure_ascii: bool) -> Encode:
     return encode
 
 
-_INFINITY = float("inf")
 _REPORT = _encoder("  ", sort_keys=True, ensure_ascii=True)
 _DATASET = _encoder("    ", sort_keys=False, ensure_ascii=False)
 
