@@ -199,13 +199,14 @@ def package_geometry(entity_id: str, catalog_path: Path, density: float) -> Enti
 
     pieces = tuple(piece_at(rel) for rel in piece_paths)
     volume = sum(p.volume for p in pieces)
+    visual_path = None
     if isinstance(visual, str):
         # The mesh's own volume is the honest mass source when it is closed; convex
         # pieces over-fill concave parts, so they are only the fallback.
         try:
-            path = _inside(root, visual, f"entity {entity_id!r}")
-            closed = derived("closed_volume", path, _closed_volume, lambda _v: 64,
-                                       loaded)
+            visual_path = _inside(root, visual, f"entity {entity_id!r}")
+            closed = derived("closed_volume", visual_path, _closed_volume, lambda _v: 64,
+                             loaded)
             if closed is not None:
                 volume = closed
         except SceneBuildError as error:
@@ -215,12 +216,6 @@ def package_geometry(entity_id: str, catalog_path: Path, density: float) -> Enti
     mass = physics.mass(volume, density)
     friction = physics.friction_triple(OBJECT_FRICTION)
     asset_id = descriptor.get("asset_id") if isinstance(descriptor, dict) else None
-    visual_path = None
-    if isinstance(visual, str):
-        try:
-            visual_path = _inside(root, visual, f"entity {entity_id!r}")
-        except SceneBuildError:
-            visual_path = None
     return EntityGeometry(
         entity_id=entity_id,
         primitive=None,
