@@ -59,14 +59,14 @@ def export_runs(store: Any, run_ids: Sequence[str], spec: DatasetSpec) -> Datase
             for session in sessions:
                 session.check()
 
+        # Each run's log as the export sees it (the leases keep anyone else from appending).
+        logs = [store.read(run.run_id) for run in source.runs]
         # What the log says this path holds (the same for every run it was exported from):
         # a robomimic file still holding exactly that is extended, not written whole.
-        recorded = {recorded_digest(store.read(run.run_id), str(spec.path))
-                    for run in source.runs}
+        recorded = {recorded_digest(events, str(spec.path)) for events in logs}
         version = build_version(spec, source, before_publish=fenced,
                                 recorded=recorded.pop() if len(recorded) == 1 else None)
-        for run, session in zip(source.runs, sessions, strict=True):
-            events = store.read(run.run_id)
+        for run, session, events in zip(source.runs, sessions, logs, strict=True):
             if needs_record(events, version):
                 payload = version.event_payload(run.run_id, run.log_position)
                 store.append(
