@@ -18,11 +18,10 @@ from typing import Any
 
 import structlog
 
-from domain.canonical import sha256_json
 from domain.errors import AssetcastInputError
 from runtime.export.episodes import DatasetSource
 from runtime.export.errors import NotADataset
-from runtime.export.hashes import known_sha256, remember
+from runtime.export.hashes import dataset_digest, known_sha256, remember
 from runtime.export.publish import BackgroundSync, DirectoryTarget, FileTarget, parent_lock
 from runtime.export.sink import FileSink
 from runtime.files import file_sha256
@@ -97,10 +96,6 @@ def manifest_of(source: DatasetSource, fmt: str) -> dict[str, Any]:
         "runs": [run.run_id for run in source.runs],
         "episodes": source.provenance(),
     }
-
-
-def dataset_digest(files: dict[str, str]) -> str:
-    return sha256_json(files)
 
 
 def read_manifest(spec: DatasetSpec) -> dict[str, Any] | None:

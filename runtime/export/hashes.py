@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from domain.canonical import sha256_json
 from runtime.files import file_sha256
 
 _LIMIT = 200_000
@@ -39,3 +40,9 @@ def known_sha256(path: Path) -> str:
     digest = file_sha256(path)
     remember(path, digest)
     return digest
+
+
+def dataset_digest(files: dict[str, str]) -> str:
+    """A dataset version's digest: SHA-256 of the canonical JSON of every file's relative path
+    and SHA-256 (what `DatasetUpdated` records; a LeRobot version's folder is named by it)."""
+    return sha256_json(files)

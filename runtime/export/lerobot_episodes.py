@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 
-from domain.canonical import sha256_json
-from runtime.export.hashes import known_sha256
+from runtime.export.hashes import dataset_digest, known_sha256
+from runtime.export.publish import version_folder
 from runtime.export.sink import FileSink
 from runtime.export.stats import STAT_KEYS
 
@@ -194,7 +194,7 @@ class PreviousVersion:
             path.relative_to(root).as_posix(): known_sha256(path)
             for path in sorted(root.rglob("*")) if path.is_file()
         }
-        if sha256_json(files)[:32] != root.name:
+        if version_folder(dataset_digest(files)) != root.name:
             log.warning("dataset_previous_version_altered", path=str(root))
             return None
         episodes = _read(root / EPISODES_FILE, files.get(EPISODES_FILE))

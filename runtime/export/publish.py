@@ -138,6 +138,11 @@ def _tree_entries(root: Path, *, skip: frozenset[str]) -> list[Path]:
     return entries
 
 
+def version_folder(digest: str) -> str:
+    """The name of a LeRobot version's folder: the first 32 hex digits of its digest."""
+    return digest[:32]
+
+
 @contextlib.contextmanager
 def parent_lock(path: Path) -> Iterator[None]:
     """Exclusive advisory lock on the folder holding ``path`` (released on exit or death)."""
@@ -189,7 +194,7 @@ class DirectoryTarget:
         (relative paths) that are hard links to a durable file of an earlier version, or
         whose syncs ``written`` has in flight: the link switches only once those finished
         too (they flush together with the folders, in one round)."""
-        final = self.versions / digest[:32]
+        final = self.versions / version_folder(digest)
         previous = self.current()
         if final == previous:
             if written is not None:
