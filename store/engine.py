@@ -27,6 +27,7 @@ import stat
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,10 +182,7 @@ def sqlite_target(url: str, path: Path, *, must_exist: bool) -> bool:
         if side_kind is not None:
             raise NotADatabase(url, f"{side} is {side_kind}, not SQLite's {suffix[1:]} file")
     if info.st_size:
-        with _LOOK_LOCK:
-            if (info.st_dev, info.st_ino) not in _LOOKED_AT:
-                _check_header(url, path)
-                _LOOKED_AT[(info.st_dev, info.st_ino)] = _immutable_file(path)
+        _first_look(path, info, check=lambda: _check_header(url, path))
     return True
 
 
@@ -250,17 +248,27 @@ def _immutable_file(path: Path) -> bool:
     return bool(flags[0] & _FS_IMMUTABLE_FL)
 
 
+def _first_look(
+    path: Path, info: os.stat_result, *, check: Callable[[], None] | None = None
+) -> bool:
+    """Whether ``path`` carries the immutable attribute; the file is opened (``check``, then
+    the attribute read) only the first time this process meets it (see ``_LOOKED_AT``)."""
+    key = (info.st_dev, info.st_ino)
+    with _LOOK_LOCK:
+        if key not in _LOOKED_AT:
+            if check is not None:
+                check()
+            _LOOKED_AT[key] = _immutable_file(path)
+        return _LOOKED_AT[key]
+
+
 def _immutable(path: Path) -> bool:
     """:func:`_immutable_file`, opening ``path`` only if this process never looked at it."""
     try:
         info = path.stat()
     except OSError:
         return False
-    key = (info.st_dev, info.st_ino)
-    with _LOOK_LOCK:
-        if key not in _LOOKED_AT:
-            _LOOKED_AT[key] = _immutable_file(path)
-        return _LOOKED_AT[key]
+    return _first_look(path, info)
 
 
 def _require_writable(url: str, path: Path, exists: bool) -> None:
