@@ -81,6 +81,12 @@ class CommittedEpisode:
     output_dir: Path = Path(".")
     receipt: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def name(self) -> str:
+        """How a refusal names this episode (e.g. the one whose columns differ)."""
+        p = self.provenance
+        return f"run {p.run_id} batch {p.batch_index} episode {p.episode_index}"
+
     def load(self) -> EpisodeData:
         """Read the trajectory once, check size and SHA-256 against the receipt, decode it
         (the very bytes that were hashed)."""
@@ -129,6 +135,23 @@ class CommittedEpisode:
                 )
             videos[entry["camera"]] = data
         return frames, videos
+
+
+def batch_ranges(episodes: Sequence[CommittedEpisode]) -> list[range]:
+    """The runs of consecutive episodes of one batch (of one run), in order: the unit both
+    writers build a version from (a LeRobot data file never holds two batches; a robomimic
+    file is written one batch at a time), so a growing dataset reuses whole batches."""
+    ranges: list[range] = []
+    start = 0
+    for i in range(1, len(episodes) + 1):
+        if i == len(episodes) or _batch_key(episodes[i]) != _batch_key(episodes[i - 1]):
+            ranges.append(range(start, i))
+            start = i
+    return ranges
+
+
+def _batch_key(episode: CommittedEpisode) -> tuple[str, int]:
+    return episode.provenance.run_id, episode.provenance.batch_index
 
 
 @dataclass(frozen=True)

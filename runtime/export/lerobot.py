@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 
-from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData
+from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData, batch_ranges
 from runtime.export.errors import TaskMismatch
 from runtime.export.features import (
     camera_layout,
@@ -123,11 +123,6 @@ def _tasks_table(instruction: str) -> pa.Table:
     )
 
 
-def _episode_name(episode: CommittedEpisode) -> str:
-    p = episode.provenance
-    return f"run {p.run_id} batch {p.batch_index} episode {p.episode_index}"
-
-
 def data_groups(
     keys: Sequence[tuple[str, int]], lengths: Sequence[int], row_bytes: int
 ) -> list[list[int]]:
@@ -181,7 +176,7 @@ def write_lerobot(
         return loaded[i]
 
     def layout_of(numbers: Sequence[int]) -> tuple[Any, ...]:
-        named = [(_episode_name(episodes[i]), data(i)) for i in numbers]
+        named = [(episodes[i].name, data(i)) for i in numbers]
         # MuJoCo's full state is robomimic's `states`; a LeRobot policy sees observations.
         columns = tuple(c for c in common_columns(named) if c.kind != "state")
         layout = camera_layout(named)
@@ -212,7 +207,7 @@ def write_lerobot(
         starts = [0]
         groups: list[list[int]] = []
         parts = []
-        for batch in _batches(episodes):
+        for batch in batch_ranges(episodes):
             new_ones = [i for i in batch if i >= reused]
             if new_ones and layout_of(new_ones) != first:
                 layout_of([0, *new_ones])  # names the difference (TaskMismatch)
@@ -271,19 +266,6 @@ def write_lerobot(
         job.result()
     remember(sink.files[EPISODES_FILE], table)
     return {"total_episodes": len(episodes), "total_frames": starts[-1]}
-
-
-def _batches(episodes: Sequence[CommittedEpisode]) -> list[list[int]]:
-    """Consecutive episodes of one batch (of one run): a data file never holds two."""
-    out: list[list[int]] = []
-    key = None
-    for i, episode in enumerate(episodes):
-        here = (episode.provenance.run_id, episode.provenance.batch_index)
-        if here != key:
-            out.append([])
-            key = here
-        out[-1].append(i)
-    return out
 
 
 def _old_files(old: Any) -> dict[tuple[int, int], list[int]]:

@@ -39,7 +39,7 @@ import numpy as np
 import structlog
 
 from domain.canonical import canonical_json, sha256_hex
-from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData
+from runtime.export.episodes import CommittedEpisode, DatasetSource, EpisodeData, batch_ranges
 from runtime.export.errors import NotADataset
 from runtime.export.features import (
     camera_layout,
@@ -100,28 +100,6 @@ def _binary_model(handle: Any, mjb: bytes) -> str:
 
 def _dataset(group: Any, name: str, data: np.ndarray) -> None:
     group.create_dataset(name, data=data, track_times=False)
-
-
-def _episode_name(episode: CommittedEpisode) -> str:
-    p = episode.provenance
-    return f"run {p.run_id} batch {p.batch_index} episode {p.episode_index}"
-
-
-def batch_steps(episodes: Sequence[CommittedEpisode]) -> list[range]:
-    """The file is built one batch at a time (consecutive episodes of one run and batch), the
-    file closed after each: the bytes are those of that sequence of writes, so a file that
-    holds the first batches is extended by copying it and writing only the new ones."""
-    steps: list[range] = []
-    start = 0
-    for i in range(1, len(episodes) + 1):
-        if i == len(episodes) or _batch_key(episodes[i]) != _batch_key(episodes[i - 1]):
-            steps.append(range(start, i))
-            start = i
-    return steps
-
-
-def _batch_key(episode: CommittedEpisode) -> tuple[str, int]:
-    return episode.provenance.run_id, episode.provenance.batch_index
 
 
 def _header(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -291,14 +269,16 @@ def write_robomimic(
     reused = reusable_prefix(previous, manifest) if previous is not None else 0
     fresh = range(reused, len(episodes))
     # The first episode fixes the layout, as in a whole export; new ones must share it.
-    named = [(_episode_name(episodes[i]), source.load(episodes[i])) for i in sorted({0, *fresh})]
+    named = [(episodes[i].name, source.load(episodes[i])) for i in sorted({0, *fresh})]
     layout = _layout(source, named)
     loaded = dict(zip(sorted({0, *fresh}), (data for _name, data in named), strict=True))
     if reused:
         assert previous is not None
         shutil.copyfile(previous, path)
     total = 0
-    for step in batch_steps(episodes):
+    # One batch at a time, the file closed after each: the bytes are those of that sequence
+    # of writes, so a file holding the first batches is extended by copying it.
+    for step in batch_ranges(episodes):
         if step.stop <= reused:
             continue
         mode = "w" if step.start == 0 else "r+"
