@@ -13,11 +13,17 @@ continues from the phase that was interrupted:
   one stops the resume with :class:`CommittedTrajectoryMissing` (the data loss must be seen,
   not papered over by re-collecting). Done episodes are skipped, the interrupted one is re-run
   from its start, and the remaining batches are collected on a freshly built environment.
+
+A run already at rest (completed, or prepared with goal ``prepare``) has nothing to continue,
+but a kill after its last event and before its report was written leaves that report missing
+or stale: resume rewrites it from the log (:class:`ReportsRestored`, nothing appended) and
+says :class:`NothingToResume` only when every report already matches the log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -34,6 +40,7 @@ from runtime.collection.plan import plan_from_state
 from runtime.collection.recordings import verify_committed
 from runtime.collection.repair_scan import scan_committed
 from runtime.collection.repair_session import RepairResult, repair_run, repair_under_lease
+from runtime.collection.reports_at_rest import ReportsRestored, restore_reports
 from runtime.run_inputs import (
     RunDataAltered,
     VerifiedInputs,
@@ -46,6 +53,7 @@ from store.records import NewEvent
 __all__ = [
     "NothingToResume",
     "RepairResult",
+    "ReportsRestored",
     "RunDataAltered",
     "VerifiedInputs",
     "repair_run",
@@ -114,7 +122,9 @@ def _resume_checked(
     state = store.state(run_id)
     goal = state.goal
     if state.state == "completed":
-        raise NothingToResume(f"run {run_id} is already completed")
+        return _restore_reports_at_rest(
+            run_id, store, state, f"run {run_id} is already completed"
+        )
     phase = _phase(state)
     if repair and phase != "collecting" and on_repaired is not None:
         on_repaired(RepairResult(run_id, ()))  # nothing was collected: nothing committed
@@ -127,9 +137,10 @@ def _resume_checked(
         return collect_verified(run_id, store=store, **collect_kwargs)
     if state.state == "prepared":
         if goal != "run":
-            raise NothingToResume(
+            return _restore_reports_at_rest(
+                run_id, store, state,
                 f"run {run_id} is already prepared, which is all its goal "
-                f"'{goal}' asked for; use collect to collect it"
+                f"'{goal}' asked for; use collect to collect it",
             )
         return collect_verified(run_id, store=store, **collect_kwargs)
     if phase not in ("prepared", "collecting"):
@@ -138,6 +149,21 @@ def _resume_checked(
         run_id, store=store, repair=repair and phase == "collecting", on_repaired=on_repaired,
         **collect_kwargs,
     )
+
+
+def _restore_reports_at_rest(
+    run_id: str, store: Any, state: Any, nothing_to_do: str
+) -> ReportsRestored:
+    """The reports of a run at rest rewritten where they differ from the log, under its
+    lease; ``NothingToResume(nothing_to_do)`` if every one already matches."""
+    output_dir = Path(state.created["output_dir"])
+    with leased_session(store, run_id) as session:
+        restored = restore_reports(
+            store, run_id, output_dir, session, collected=state.state == "completed"
+        )
+    if not restored.paths:
+        raise NothingToResume(nothing_to_do)
+    return restored
 
 
 def _resume_collection(

@@ -225,6 +225,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _print_collected(result)
     elif hasattr(result, "deployments"):
         _print_prepared(result, store)
+    else:
+        for path in result.paths:
+            out(f"run {result.run_id}: rewrote {path} from the log (a kill had left it stale)")
     return EXIT_OK
 
 

@@ -2,8 +2,9 @@
 
 The same function serves a first collection (:func:`runtime.collection.collect`) and a
 resumed one (``runtime.resume``). Before anything runs, bad input is refused with nothing
-recorded, committed trajectories are verified against disk (unless the caller just did so)
-and files on disk the log does not name are moved to quarantine. On any exception,
+recorded, committed trajectories are verified against disk (unless the caller just did so),
+files on disk the log does not name are moved to quarantine and a preparation report a kill
+left stale is rewritten (:mod:`runtime.collection.reports_at_rest`). On any exception,
 KeyboardInterrupt included, the driver records the failure (`RunFailed`), ``report.json`` is
 still written (unless the lease was lost: the run is another session's then), and the
 original exception propagates with its identity; secondary failures become notes on it.
@@ -22,6 +23,7 @@ from runtime.collection.executors.options import ExecutorOptions
 from runtime.collection.plan import CollectionPlan, plan_from_state
 from runtime.collection.recordings import quarantine_unlogged, verify_committed
 from runtime.collection.refusals import refuse_bad_collection_input
+from runtime.collection.reports_at_rest import restore_preparation_report
 from runtime.collection.results import (
     CollectionResult,
     report_path_of,
@@ -68,6 +70,7 @@ def run_collection(
     if not verified:
         verify_committed(run_id, plan.output_dir, committed)
     unlogged = quarantine_unlogged(run_id, plan.output_dir, committed, session.session_id)
+    restore_preparation_report(store, run_id, plan.output_dir, session)
     live = None
     if datasets:
         from runtime.export.live import LiveDatasets

@@ -43,19 +43,24 @@ def _child(db_url: str, run_id: str, mode: str, spawned_at: float) -> None:
 
     configure_logging(level="warning")
     from runtime.collection import collect
-    from runtime.resume import resume
+    from runtime.resume import NothingToResume, resume
     from store import EventStore
 
     imported = time.time() - spawned_at
     store = EventStore(db_url)
     action = collect if mode == "collect" else resume
-    result = action(run_id, store=store, progress=False)
+    try:
+        result = action(run_id, store=store, progress=False)
+    except NothingToResume:
+        result = None
     print(
         json.dumps(
             {
                 "import_s": imported,
                 "total_s": time.time() - spawned_at,
                 "unlogged": [str(p) for p in getattr(result, "unlogged_recordings", ())],
+                "restored": [str(p) for p in getattr(result, "paths", ())],
+                "nothing_to_resume": result is None,
             }
         ),
         flush=True,
@@ -156,7 +161,7 @@ def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
     assert all(len(files) == camera_files for _, files in reference["commits"].values())
     low, high = 0.8 * timing["import_s"], timing["total_s"]
 
-    kills, attempts, unlogged_seen, resumed_events = 0, 0, 0, 0
+    kills, attempts, unlogged_seen, resumed_events, late_kills = 0, 0, 0, 0, 0
     while kills < min_kills:
         assert attempts < max_attempts, f"only {kills} kills in {attempts} attempts (seed {seed})"
         attempts += 1
@@ -170,25 +175,28 @@ def test_sigkill_at_random_moments_then_resume_matches_uninterrupted(
             proc.wait()
         else:  # finished before its kill moment: a valid run, but not a kill
             _finish(proc, "unkilled collect")
-        # A kill that lands after RunCompleted was committed (during interpreter shutdown)
-        # leaves nothing to resume; only kills that interrupted the collection count.
-        interrupted = (
-            proc.returncode == -signal.SIGKILL and store.state(run_id).state != "completed"
-        )
-        if interrupted:
-            kills += 1
+        killed = proc.returncode == -signal.SIGKILL
+        # A kill that lands after RunCompleted was committed leaves no collection to resume,
+        # only (when it came before report.json was written) a report to rewrite; only
+        # kills that interrupted the collection count.
+        interrupted = killed and store.state(run_id).state != "completed"
+        if killed:
             chain = store.verify_chain(run_id)  # the kill left a prefix whose chain verifies
             assert chain.ok, f"{chain.summary()} (seed {seed})"
             result = _finish(_spawn(db_url, run_id, "resume", tmp_path), f"resume of {run_id}")
             unlogged_seen += len(result["unlogged"])
+            late_kills += not interrupted
+            assert result["nothing_to_resume"] == (not interrupted and not result["restored"])
+        kills += interrupted
         outcome = _outcome(store, run_id, out, batches, episodes)
         context = f"(seed {seed}, attempt {attempts}, killed after {delay:.2f}s)"
         assert outcome["accepted"] == reference["accepted"], f"accepted set differs {context}"
         assert outcome["commits"] == reference["commits"], f"file digests differ {context}"
         resumed_events += sum(1 for e in outcome["events"] if e.type == "RunResumed")
     assert kills >= min_kills
-    print(f"crash test: seed {seed}, {kills} kills in {attempts} attempts, "
-          f"{unlogged_seen} unlogged recordings ignored, {resumed_events} RunResumed")
+    print(f"crash test: seed {seed}, {kills} kills in {attempts} attempts "
+          f"(+{late_kills} after RunCompleted), {unlogged_seen} unlogged recordings ignored, "
+          f"{resumed_events} RunResumed")
 
 
 if __name__ == "__main__":

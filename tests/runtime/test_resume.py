@@ -11,7 +11,8 @@ from domain.state import fold
 from runtime.collection import CollectionRefused, collect, default_environment_factory
 from runtime.collection.recordings import CommittedTrajectoryMissing
 from runtime.files import report_text
-from runtime.resume import NothingToResume, resume
+from runtime.preparation.session_outcome import REPORT_NAME as PREPARATION_REPORT_NAME
+from runtime.resume import NothingToResume, ReportsRestored, resume
 from store.projections.collection_report import collection_report
 from tests.runtime.demo_runs import prepared
 from tests.runtime.trajectory_content import content_digest
@@ -98,6 +99,71 @@ def test_resume_of_a_completed_run_says_so(store: Any, tmp_path: Path, catalog: 
     collect(run_id, store=store, progress=False)
     with pytest.raises(NothingToResume, match=rf"^run {run_id} is already completed$"):
         resume(run_id, store=store, progress=False)
+
+
+def test_resume_rewrites_the_report_a_kill_left_stale_and_records_nothing(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    # A failed session writes its report (state failed); the resumed one completes the run.
+    # A kill between RunCompleted and the final report leaves exactly that failed report.
+    run_id = interrupted_run(store, tmp_path / "out", catalog, at_program=2)
+    report_path = tmp_path / "out" / "report.json"
+    failed_report = report_path.read_bytes()
+    assert b'"failed"' in failed_report
+    resume(run_id, store=store, progress=False)
+    events = store.read(run_id)
+    report_path.write_bytes(failed_report)
+    restored = resume(run_id, store=store, progress=False)
+    assert isinstance(restored, ReportsRestored)
+    assert restored.paths == (report_path,)
+    assert report_path.read_text(encoding="utf-8") == report_text(collection_report(events))
+    assert store.read(run_id) == events  # a projection was rewritten; the log is untouched
+    with pytest.raises(NothingToResume, match=rf"^run {run_id} is already completed$"):
+        resume(run_id, store=store, progress=False)
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "longer"])
+def test_resume_rewrites_a_missing_or_altered_report_of_a_completed_run(
+    store: Any, tmp_path: Path, catalog: Path, damage: str
+) -> None:
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
+    collect(run_id, store=store, progress=False)
+    report_path = tmp_path / "out" / "report.json"
+    expected = report_path.read_bytes()
+    if damage == "missing":
+        report_path.unlink()
+    elif damage == "truncated":
+        report_path.write_bytes(expected[:-2])
+    else:
+        report_path.write_bytes(expected + b" ")
+    restored = resume(run_id, store=store, progress=False)
+    assert restored.paths == (report_path,)
+    assert report_path.read_bytes() == expected
+
+
+def test_resume_rewrites_the_preparation_report_of_a_prepare_only_run(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, goal="prepare")
+    report_path = tmp_path / "out" / PREPARATION_REPORT_NAME
+    expected = report_path.read_bytes()
+    report_path.unlink()
+    restored = resume(run_id, store=store, progress=False)
+    assert restored.paths == (report_path,)
+    assert report_path.read_bytes() == expected
+    with pytest.raises(NothingToResume, match=rf"run {run_id} is already prepared"):
+        resume(run_id, store=store, progress=False)
+
+
+def test_collecting_rewrites_a_preparation_report_a_kill_left_missing(
+    store: Any, tmp_path: Path, catalog: Path
+) -> None:
+    run_id = prepared(store, tmp_path / "out", catalog, batches=1, episodes_per_batch=1)
+    report_path = tmp_path / "out" / PREPARATION_REPORT_NAME
+    expected = report_path.read_bytes()
+    report_path.unlink()
+    collect(run_id, store=store, progress=False)
+    assert report_path.read_bytes() == expected
 
 
 def test_resume_of_a_prepare_only_run_stops_at_prepared(
