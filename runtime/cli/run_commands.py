@@ -204,7 +204,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from runtime.cli.dataset_commands import dataset_specs
-    from runtime.resume import resume, verify_run_inputs
+    from runtime.resume import ReportsRestored, resume, verify_run_inputs
 
     datasets = dataset_specs(args.dataset)
     executor = executor_options(args)
@@ -225,7 +225,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _print_collected(result)
     elif hasattr(result, "deployments"):
         _print_prepared(result, store)
-    else:
+    elif isinstance(result, ReportsRestored):
         for path in result.paths:
             out(f"run {result.run_id}: rewrote {path} from the log (a kill had left it stale)")
     return EXIT_OK
