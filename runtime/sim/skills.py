@@ -46,6 +46,10 @@ POUR_STEP_RAD = math.radians(10.0)
 POUR_SPILL_RAD = math.radians(80.0)  # below this tilt nothing runs out of an upright source
 POUR_MIN_TILT_RAD = math.radians(100.0)  # the least tilt that counts as pouring
 POUR_MAX_EXTRA_INTERVALS = 60  # longest wait for particles to run out, after hold_intervals
+# Past POUR_SPILL_RAD the source turns this slowly, so what runs out trickles from the mouth
+# instead of being flung: at 1 rad/s the Panda's 10 mm bottle threw a third of its grains
+# past the 50 mm cup's rim (accepted for 0 of 7 seeds), at 6 deg/s 92-100 % landed.
+DEFAULT_POUR_FLOW_DEG_S = 6.0
 
 
 def register_skill(name: str, fn: SkillFn) -> None:
@@ -331,8 +335,10 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     """Carry the held source over the target, turn it about its mouth, tilt back, set it down.
 
     The wrist tilts in steps while the mouth stays above the target's aperture (see
-    :func:`_pour_path`); a source filled with particles (:mod:`runtime.sim.particles`) is
-    held tilted until they have run out (bounded), and where they landed is for the
+    :func:`_pour_path`), past the spill angle slowly (``params.flow_speed_deg_s``, default
+    6) so the stream trickles rather than being thrown; a source filled with particles
+    (:mod:`runtime.sim.particles`) is held tilted until they have run out (bounded), and
+    where they landed is for the
     ``poured_fraction`` check to judge. Like a person pouring, the robot then puts the
     source back where it was picked up (``params.put_back``, default true) so the program
     ends with the scene at rest; ``put_back: false`` keeps holding it for a following skill.
@@ -345,6 +351,11 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     put_back = step.params.get("put_back", True)
     if not isinstance(put_back, bool):
         return _fail(step, "params.put_back must be true or false")
+    flow_speed = step.params.get("flow_speed_deg_s", DEFAULT_POUR_FLOW_DEG_S)
+    if isinstance(flow_speed, bool) or not isinstance(flow_speed, int | float) or not (
+        0 < flow_speed <= 180
+    ):
+        return _fail(step, "params.flow_speed_deg_s must be a number in (0, 180]")
     _, lower, upper = found
     source, target = step.object, step.target or ""
     aperture = env.to_world(
@@ -368,8 +379,10 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
         reached = 0
         for index, (x, y, z, angle) in enumerate(path[1:], start=1):
             try:
+                flowing = abs(angle - path[0][3]) > POUR_SPILL_RAD
                 env.move_tcp(
-                    recorder, x=x, y=y, z=z, tilt=angle, speed_rad_s=1.0, waypoint="pour"
+                    recorder, x=x, y=y, z=z, tilt=angle,
+                    speed_rad_s=math.radians(flow_speed) if flowing else 1.0, waypoint="pour",
                 )
             except Unreachable:
                 # Past POUR_MIN_TILT the source pours; an arm that cannot turn it further

@@ -40,9 +40,11 @@ ARM = {"kind": "franka_panda"}
 
 
 def _pour_task(
-    root: Path, relpaths: dict[str, str], bottle: str, cup: str, robot: str = "gantry"
+    root: Path, relpaths: dict[str, str], bottle: str, cup: str, robot: str = "gantry",
+    params: dict[str, object] | None = None,
 ) -> Path:
-    folder = root / f"{robot}_{bottle}_{cup}"
+    suffix = "".join(f"_{key}-{value}" for key, value in (params or {}).items())
+    folder = root / f"{robot}_{bottle}_{cup}{suffix}"
     if not folder.exists():
         shutil.copytree(root / "cache", folder / "cache")
         mapping = task_mapping(
@@ -51,7 +53,7 @@ def _pour_task(
             robot=ARM if robot == "arm" else None,
             program=[
                 {"skill": "pick", "object": "item"},
-                {"skill": "pour", "object": "item", "target": "bin"},
+                {"skill": "pour", "object": "item", "target": "bin", "params": params or {}},
             ],
             final_checks=[POUR_CHECK, "at_rest", {"check": "target_upright", "target": "bin"}],
         )
@@ -107,6 +109,20 @@ def test_pour_into_a_fitting_cup_is_accepted(
     assert fraction.metrics["particles"] == MAX_PARTICLES
     assert fraction.metrics["fraction"] >= 0.8
     assert checks_accept(final), [c.detail for c in final]
+
+
+@pytest.mark.parametrize("speed", [0, -5, 181, "fast", True])
+def test_a_flow_speed_that_is_not_a_speed_fails_the_pour_step_by_name(
+    prepared: tuple[Path, dict[str, str]], speed: object
+) -> None:
+    root, relpaths = prepared
+    folder = _pour_task(root, relpaths, "bottle-mouth-r015", "cup-r050",
+                        params={"flow_speed_deg_s": speed})
+    env = TaskEnvironment.from_deployment(folder, settle_steps=50)
+    env.reset(0)
+    program = env.run_program(None)
+    assert not program.completed
+    assert program.skills[-1].detail == "params.flow_speed_deg_s must be a number in (0, 180]"
 
 
 @pytest.mark.parametrize(("robot", "bottle", "seed"), TOO_SMALL)
