@@ -22,9 +22,9 @@ from typing import Any, BinaryIO
 import structlog
 
 from runtime.collection.results import REPORT_NAME, print_report, write_report
-from runtime.files import report_text, write_bytes_atomic
+from runtime.files import write_bytes_atomic
 from runtime.preparation.session_outcome import REPORT_NAME as PREPARATION_REPORT_NAME
-from store.gc_pause import gc_paused
+from runtime.preparation.session_outcome import report_text_of
 
 log = structlog.get_logger(__name__)
 
@@ -79,8 +79,7 @@ def restore_preparation_report(
 ) -> Path | None:
     """Rewrite `preparation.report.json` if it is not the log's projection; its path if so."""
     path = output_dir / PREPARATION_REPORT_NAME
-    with gc_paused():
-        text = report_text(store.project(run_id, "preparation_report").report())
+    text = report_text_of(store, run_id)
     if _file_matches(path, lambda write: write(text)):
         return None
     write_bytes_atomic(path, text.encode("utf-8"), fence=fence)

@@ -17,7 +17,7 @@ import structlog
 
 from domain.errors import SessionLost, mark_recorded
 from runtime.deployment import Deployment
-from runtime.files import write_json_atomic
+from runtime.files import report_text, write_bytes_atomic
 from runtime.preparation.batch_job import PreparationJob
 from runtime.preparation.errors import PreparationFailed
 from runtime.preparation.ledger import Ledger
@@ -37,12 +37,17 @@ class PreparationResult:
     report_path: Path
 
 
-def write_report(store: Any, run_id: str, output: Path, fence: Any | None = None) -> Path:
-    """Write the report from the store's snapshotted ``preparation_report`` + the tail."""
-    path = output / REPORT_NAME
+def report_text_of(store: Any, run_id: str) -> str:
+    """The report's exact text, from the store's snapshotted ``preparation_report`` + the
+    tail: what :func:`write_report` publishes and what a stale file is compared with."""
     with gc_paused():
-        report = store.project(run_id, "preparation_report").report()
-        write_json_atomic(path, report, fence=fence)
+        return report_text(store.project(run_id, "preparation_report").report())
+
+
+def write_report(store: Any, run_id: str, output: Path, fence: Any | None = None) -> Path:
+    """Write the report from the log (:func:`report_text_of`)."""
+    path = output / REPORT_NAME
+    write_bytes_atomic(path, report_text_of(store, run_id).encode("utf-8"), fence=fence)
     return path
 
 
