@@ -338,10 +338,10 @@ def pour(env: TaskEnvironment, step: SkillStep, recorder: TrajectoryRecorder | N
     :func:`_pour_path`), past the spill angle slowly (``params.flow_speed_deg_s``, default
     6) so the stream trickles rather than being thrown; a source filled with particles
     (:mod:`runtime.sim.particles`) is held tilted until they have run out (bounded), and
-    where they landed is for the
-    ``poured_fraction`` check to judge. Like a person pouring, the robot then puts the
-    source back where it was picked up (``params.put_back``, default true) so the program
-    ends with the scene at rest; ``put_back: false`` keeps holding it for a following skill.
+    where they landed is for the ``poured_fraction`` check to judge. Like a person pouring,
+    the robot then puts the source back where it was picked up (``params.put_back``,
+    default true) so the program ends with the scene at rest; ``put_back: false`` keeps
+    holding it for a following skill.
     """
     if env.held != step.object:
         return _fail(step, f"object {step.object!r} is not held (pick it first)")
